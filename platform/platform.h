@@ -1,0 +1,379 @@
+/*
+ * platform/platform.h - the target interface: how core/ compiles, verifies,
+ * measures and probes candidate kernels without knowing which machine does it.
+ *
+ * A target is a table of function pointers (struct platform_ops), one per
+ * folder under platform/ (k3/, ascend/), chosen in one place: platform_open().
+ * Results are plain structs with fixed-size, capped buffers, so core/ can copy
+ * them into records without asking who owns what.
+ *
+ * Two kinds of failure, never mixed:
+ *   - the *candidate* failed (does not compile, crashes, wrong result, ...):
+ *     the op returns 0 and the result struct says why (enum plat_fail). This is
+ *     an outcome worth recording, and kope keeps running.
+ *   - the *platform* failed (no compiler, cannot spawn, harness broken): the op
+ *     returns a negative PLAT_ERR_* code (band -300..-399, see core/err.h) and
+ *     p->err holds a message. Nothing is learned about the candidate.
+ *
+ * Layering: platform code never includes core/, store/ or net/ headers. core/
+ * reads the config file and passes plain settings in (struct plat_settings);
+ * core/ fills struct plat_task from a task file (core/task.c).
+ *
+ * Invariant of every result: under emulation (qemu-user) `emulated` is set and
+ * times are not speeds. Speed is claimed only as a ratio against a baseline
+ * measured in the same run, and under emulation only through instruction
+ * counts (icount), never time.
+ */
+#ifndef KOPE_PLATFORM_H
+#define KOPE_PLATFORM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ------------------------------------------------------------------------
+ * Compile-time limits (every buffer filled from outside has a cap).
+ * ------------------------------------------------------------------------ */
+#ifndef PLAT_NAME_MAX
+#define PLAT_NAME_MAX 64        /* task and baseline names, with NUL */
+#endif
+#ifndef PLAT_DIAG_MAX
+#define PLAT_DIAG_MAX 4096      /* compiler diagnostics kept per candidate */
+#endif
+#ifndef PLAT_DETAIL_MAX
+#define PLAT_DETAIL_MAX 256     /* one-line human explanation of a failure */
+#endif
+#ifndef PLAT_MAX_CASES
+#define PLAT_MAX_CASES 24       /* verification cases reported per candidate */
+#endif
+#ifndef PLAT_MAX_BASELINES
+#define PLAT_MAX_BASELINES 4
+#endif
+#ifndef PLAT_SRC_MAX
+#define PLAT_SRC_MAX (256 * 1024) /* candidate source bytes accepted */
+#endif
+#if PLAT_DIAG_MAX < 256
+#error "PLAT_DIAG_MAX must keep at least one useful compiler message (256 bytes)"
+#endif
+
+/* ------------------------------------------------------------------------
+ * Error band -300..-399: the platform itself failed (see core/err.h).
+ * ------------------------------------------------------------------------ */
+enum plat_err {
+    PLAT_ERR_INTERNAL = -300,     /* a bug in platform code */
+    PLAT_ERR_NOMEM = -301,
+    PLAT_ERR_NO_TARGET = -302,    /* no platform of that name */
+    PLAT_ERR_NO_TOOLCHAIN = -303, /* no usable compiler (or it lacks RVV intrinsics) */
+    PLAT_ERR_NO_RUNNER = -304,    /* cross target but no emulator to run it */
+    PLAT_ERR_WORKDIR = -305,      /* temp/work directory cannot be made or written */
+    PLAT_ERR_SPAWN = -306,        /* fork/exec/pipe failed */
+    PLAT_ERR_HARNESS = -307,      /* the harness itself does not build: kope's bug or a broken toolchain */
+    PLAT_ERR_PROTOCOL = -308,     /* harness output not understood */
+    PLAT_ERR_UNSUPPORTED = -309,  /* optional operation this target does not have */
+    PLAT_ERR_BAD_TASK = -310,     /* task fields invalid for this target */
+    PLAT_ERR_IO = -311,           /* reading or writing a file failed */
+    PLAT_ERR_NOT_BUILT = -312,    /* verify/measure on a build that did not compile */
+};
+
+/* Text for a PLAT_ERR_* code; NULL if code is outside the band. Static. */
+const char *platform_strerror(int code);
+
+/* ------------------------------------------------------------------------
+ * Ops and families (the KOPE paper's K3 case universe). Order is stable:
+ * values are never renumbered, new ops go before PLAT_OP_COUNT.
+ * ------------------------------------------------------------------------ */
+enum plat_family {
+    PLAT_FAM_ELEMENTWISE = 0, /* out[i] = f(x[i], y[i]); shape {n}            */
+    PLAT_FAM_ACTIVATION,      /* pointwise {n} or row-wise {rows, cols}       */
+    PLAT_FAM_REDUCTION,       /* one result per row; shape {rows, cols}       */
+    PLAT_FAM_MATMUL,          /* {m, n, k, batch?}; gemv {m, k}               */
+    PLAT_FAM_COUNT
+};
+
+enum plat_op {
+    PLAT_OP_ADD = 0, PLAT_OP_MUL, PLAT_OP_AXPY, PLAT_OP_SCALE, PLAT_OP_CLAMP,
+    PLAT_OP_RELU, PLAT_OP_GELU_TANH, PLAT_OP_GELU_ERF, PLAT_OP_SILU,
+    PLAT_OP_SIGMOID, PLAT_OP_TANH, PLAT_OP_EXP,
+    PLAT_OP_SOFTMAX, PLAT_OP_LAYERNORM, PLAT_OP_RMSNORM,
+    PLAT_OP_SUM, PLAT_OP_MAX, PLAT_OP_MEAN, PLAT_OP_L2NORM, PLAT_OP_ARGMAX,
+    PLAT_OP_GEMM, PLAT_OP_GEMM_NT, PLAT_OP_GEMV,
+    PLAT_OP_COUNT
+};
+
+/* "add", "gelu_tanh", ...; NULL for an out-of-range value. */
+const char *plat_op_name(enum plat_op op);
+/* The op named s, or -1 if there is none. */
+int plat_op_parse(const char *s);
+enum plat_family plat_op_family(enum plat_op op);
+/* "elementwise", "activation", "reduction", "matmul". */
+const char *plat_family_name(enum plat_family f);
+/* True for the row-wise activations (softmax, layernorm, rmsnorm), whose
+ * shape is {rows, cols}; the other activations are pointwise with {n}. */
+int plat_op_is_rowwise(enum plat_op op);
+/* Per-op default tolerance (f32 kernel against a double reference). */
+void plat_op_default_tol(enum plat_op op, double *rtol, double *atol);
+
+/* ------------------------------------------------------------------------
+ * A task: what one kernel must compute. core/ fills it from a task file.
+ * Dimensions unused by the op are 0. For pointwise ops (elementwise and
+ * pointwise activations) only n is set; row-wise ops and reductions set rows
+ * and cols; gemm/gemm_nt set m, n, k and batch (>= 1); gemv sets m, k
+ * (n = 1, batch = 1).
+ * ------------------------------------------------------------------------ */
+struct plat_task {
+    char name[PLAT_NAME_MAX];
+    enum plat_op op;
+    enum plat_family family;
+    uint64_t n, rows, cols, m, k, batch;
+    double rtol, atol;        /* pass if |got-ref| <= atol + rtol*|ref| everywhere */
+};
+
+/* ------------------------------------------------------------------------
+ * Settings: plain values core/ reads from the config file (platform.k3.*).
+ * NULL strings and 0 numbers mean "the target's default".
+ * ------------------------------------------------------------------------ */
+enum plat_set_flags {
+    PLAT_SET_NO_BASELINES = 1 << 0, /* measure the candidate only (faster)   */
+    PLAT_SET_FLUSH_CACHE = 1 << 1,  /* flush caches between timed repeats    */
+    PLAT_SET_NO_PIN = 1 << 2,       /* do not pin the timed process to a core */
+    /* Tests only: skip the source screen and object check, so the runtime
+     * containment behind them can be shown to work on its own. */
+    PLAT_SET_UNSAFE_NO_SCREEN = 1 << 8,
+};
+
+struct plat_settings {
+    const char *cc;            /* compiler command, may hold words ("clang-19 --target=..."); NULL = detect */
+    const char *cflags;        /* candidate flags; NULL = "-O3" + the target's -march */
+    const char *runner;        /* command prefix to run target code; NULL = detect, "" = run directly */
+    const char *work_dir;      /* where builds go; NULL = a fresh dir under $TMPDIR */
+    const char *deps_sysroot;  /* riscv64 static deps (OpenBLAS); NULL = look in build/deps */
+    const char *icount_plugin; /* qemu TCG plugin .so counting kernel instructions; NULL = none */
+    int timeout_ms;            /* wall clock per harness run; 0 = default */
+    int compile_timeout_ms;    /* wall clock per compiler run; 0 = default */
+    uint64_t mem_limit_bytes;  /* address-space cap of the harness; 0 = default */
+    uint64_t output_cap_bytes; /* stdout+stderr kept from a run; more is OUTPUT_FLOOD */
+    int min_repeat_ms;         /* timing: repeat until this much total time; 0 = default */
+    int max_repeats;           /* timing: upper bound on repeats; 0 = default */
+    unsigned flags;            /* enum plat_set_flags */
+};
+
+/* Zero everything: every field at its default. Cannot fail. */
+void plat_settings_init(struct plat_settings *s);
+
+/* ------------------------------------------------------------------------
+ * Why a candidate failed. Each bad-candidate class has its own value.
+ * ------------------------------------------------------------------------ */
+enum plat_fail {
+    PLAT_FAIL_NONE = 0,
+    PLAT_FAIL_SCREEN_REJECTED,   /* source screen or object check said no; see screen_rule */
+    PLAT_FAIL_COMPILE_ERROR,     /* compiler or linker rejected it; see diag */
+    PLAT_FAIL_CRASH,             /* killed by a signal; see signal */
+    PLAT_FAIL_TIMEOUT,           /* wall-clock or CPU limit reached */
+    PLAT_FAIL_WRONG_RESULT,      /* outside tolerance on some case */
+    PLAT_FAIL_NAN_INF,           /* NaN or Inf where the reference is finite */
+    PLAT_FAIL_UNWRITTEN_OUTPUT,  /* left part of the output as the NaN fill */
+    PLAT_FAIL_OUT_OF_BOUNDS_WRITE, /* wrote into the guard page past the output */
+    PLAT_FAIL_OUTPUT_FLOOD,      /* printed more than output_cap_bytes */
+    PLAT_FAIL_MEMORY_LIMIT,      /* tried to allocate past the memory cap */
+    PLAT_FAIL_STATEFUL,          /* result depends on earlier calls (caching) */
+    PLAT_FAIL_INPUT_MODIFIED,    /* wrote into a const input buffer */
+    PLAT_FAIL_HARNESS,           /* the run ended without a complete report */
+    PLAT_FAIL_COUNT
+};
+/* "screen_rejected", "crash", ...: stable names used in records. */
+const char *plat_fail_name(enum plat_fail f);
+
+/* Which screen rule fired (for PLAT_FAIL_SCREEN_REJECTED). */
+enum plat_screen_rule {
+    PLAT_SCREEN_NONE = 0,
+    PLAT_SCREEN_HEADER,      /* #include outside the allow-list */
+    PLAT_SCREEN_CALL,        /* fork/system/open/socket/exec/malloc/... named */
+    PLAT_SCREEN_ASM,         /* asm / __asm__ */
+    PLAT_SCREEN_CTOR,        /* constructor/destructor attribute, init sections */
+    PLAT_SCREEN_ATTRIBUTE,   /* other attribute tricks (section, alias, weak, ifunc, ...) */
+    PLAT_SCREEN_STATE,       /* writable static storage (.data/.bss): can cache */
+    PLAT_SCREEN_SYMBOL,      /* object references a symbol outside the allow-list */
+    PLAT_SCREEN_NO_KERNEL,   /* does not define kope_kernel */
+    PLAT_SCREEN_TOO_BIG,     /* source over PLAT_SRC_MAX */
+    PLAT_SCREEN_COUNT
+};
+const char *plat_screen_rule_name(enum plat_screen_rule r);
+
+/* ------------------------------------------------------------------------
+ * Results.
+ * ------------------------------------------------------------------------ */
+
+/* describe(): what this target is, for prompts and records. */
+struct plat_desc {
+    char name[32];            /* "k3" */
+    char arch[32];            /* "riscv64" */
+    char isa[128];            /* "rv64gcv_zba_zbb_zbs" */
+    int vlen_bits;            /* 256; 0 if unknown */
+    int emulated;             /* 1 when candidates run under an emulator */
+    char cc[256];             /* compiler command actually used */
+    char runner[256];         /* runner prefix, "" when native */
+    char note[PLAT_DETAIL_MAX]; /* e.g. "emulated: correctness and icount only" */
+};
+
+/* compile(): one candidate built into something verify/measure can run.
+ * Owns files in the platform's work dir; release with platform_build_free. */
+struct plat_build {
+    int ok;                   /* 1 = built and screened clean */
+    enum plat_fail reason;    /* SCREEN_REJECTED or COMPILE_ERROR when !ok */
+    enum plat_screen_rule screen_rule;
+    char detail[PLAT_DETAIL_MAX];
+    char diag[PLAT_DIAG_MAX]; /* compiler output, NUL-terminated, capped */
+    int diag_truncated;       /* 1 if diag was cut at PLAT_DIAG_MAX */
+    double compile_ms;        /* wall time of screen + compile + link */
+    char path[512];           /* the built program (target-private meaning) */
+    uint64_t id;              /* per-platform build counter */
+};
+
+/* One verification case: the task's own shape or a generated awkward one. */
+struct plat_case {
+    char label[48];           /* "task", "n=1", "n=VL+1", "rows-ragged", "k=1", ... */
+    uint64_t n, rows, cols, m, k, batch;
+    int pass;
+    enum plat_fail reason;    /* why this case failed */
+    double max_abs;           /* max |got - ref| */
+    double max_rel;           /* max |got - ref| / max(|ref|, tiny) */
+    double norm_err;          /* ||got - ref||_2 / max(||ref||_2, tiny) */
+    uint64_t first_bad;       /* index of the first bad element, if !pass */
+};
+
+/* verify(): correctness on the task shape and awkward cases. */
+struct plat_verify {
+    int pass;
+    enum plat_fail reason;    /* first failure; NONE when pass */
+    enum plat_screen_rule screen_rule;
+    int signal;               /* for CRASH: the signal number */
+    char detail[PLAT_DETAIL_MAX];
+    int emulated;
+    int n_cases;
+    struct plat_case cases[PLAT_MAX_CASES];
+    double max_abs, max_rel, norm_err; /* worst over cases */
+    double wall_ms;           /* wall time of the whole verify run */
+};
+
+/* A same-run baseline and the candidate's speed against it. */
+struct plat_baseline {
+    char name[PLAT_NAME_MAX]; /* "scalar-O2", "autovec-O3", "openblas" */
+    double median_ns, min_ns;
+    uint64_t icount;          /* 0 when not counted */
+    double ratio;             /* baseline / candidate (>1: candidate faster);
+                                 by time natively, by icount under emulation,
+                                 0 = not claimed */
+};
+
+/* measure(): timing (and re-verification) of a built candidate. */
+struct plat_measure {
+    int ok;                   /* 1 = timed, and re-checked clean after timing */
+    enum plat_fail reason;    /* e.g. STATEFUL when the post-timing check fails */
+    int signal;
+    char detail[PLAT_DETAIL_MAX];
+    int emulated;             /* 1: times are emulator wall time, NOT speed */
+    double median_ns, min_ns; /* per call */
+    double spread;            /* (p90 - p10) / median over the kept repeats */
+    int repeats;              /* timed calls kept (first discarded) */
+    int warmup;               /* untimed calls before */
+    char method[160];         /* how measured: timer, pinning, flush, repeat rule */
+    /* Instruction counts from the qemu plugin, kernel call only (not start-up);
+     * exactly repeatable for a fixed input. has_icount = 0 when no plugin. */
+    int has_icount;
+    uint64_t icount, icount_vector, icount_vmem;
+    /* Cycles from perf_event_open when the kernel allows; 0 otherwise. */
+    uint64_t cycles;
+    int n_baselines;
+    struct plat_baseline base[PLAT_MAX_BASELINES];
+    double wall_ms;           /* wall time of the whole measure run */
+};
+
+/* probe(): the machine, for bring-up and the roofline. */
+struct plat_probe {
+    int emulated;             /* 1: nothing below is a claim about hardware */
+    char isa[128];
+    int vlen_bits;
+    int n_cores;
+    uint64_t l1d_bytes, l2_bytes, l3_bytes;   /* 0 = unknown */
+    double peak_gflops_core;  /* FP32 FMA, register-blocked vector loop */
+    double peak_gflops_all;
+    double triad_gbs;         /* STREAM-style triad bandwidth */
+    int openblas_ok;          /* 0 when the OpenBLAS build's VLEN does not fit */
+    char method[160];
+    char note[PLAT_DETAIL_MAX];
+};
+
+/* ------------------------------------------------------------------------
+ * The interface.
+ * ------------------------------------------------------------------------ */
+struct platform;
+
+struct platform_ops {
+    const char *name;   /* "k3", "ascend" */
+
+    /* Find the toolchain and runner, make the work dir. Required. Returns 0 or
+     * a PLAT_ERR_* code with p->err set. */
+    int (*open)(struct platform *p);
+    /* Free p->priv and remove the work dir. Required; called once. */
+    void (*close)(struct platform *p);
+
+    /* Fill *out. Required; cannot fail after open (returns 0). */
+    int (*describe)(struct platform *p, struct plat_desc *out);
+
+    /* Screen and build src (len bytes, not necessarily NUL-terminated) for
+     * task t. Required. Returns 0 when the question was answered (out->ok says
+     * whether the candidate built), or PLAT_ERR_* when the platform failed. */
+    int (*compile)(struct platform *p, const struct plat_task *t,
+                   const char *src, size_t len, struct plat_build *out);
+
+    /* Run the built candidate on the task shape and the awkward cases, in a
+     * sandboxed child. Required. 0 = answered (out->pass), else PLAT_ERR_*. */
+    int (*verify)(struct platform *p, const struct plat_task *t,
+                  const struct plat_build *b, struct plat_verify *out);
+
+    /* Time the candidate and the same-run baselines, re-verifying with fresh
+     * inputs before and after timing. Optional: NULL means this target can
+     * only check correctness (platform_measure returns PLAT_ERR_UNSUPPORTED). */
+    int (*measure)(struct platform *p, const struct plat_task *t,
+                   const struct plat_build *b, struct plat_measure *out);
+
+    /* Characterize the machine. Optional: NULL means no probe on this target
+     * (platform_probe returns PLAT_ERR_UNSUPPORTED). */
+    int (*probe)(struct platform *p, struct plat_probe *out);
+
+    /* Remove one build's files. Optional: NULL means builds need no cleanup
+     * beyond close(). */
+    void (*build_free)(struct platform *p, struct plat_build *b);
+};
+
+/* An open target. The ops table is static; priv belongs to the target. */
+struct platform {
+    const struct platform_ops *ops;
+    struct plat_settings set;   /* copied at open; strings must outlive p */
+    void *priv;
+    int rc;                     /* sticky last PLAT_ERR_* (0 = none) */
+    char err[512];              /* message for rc, with errno text / file names */
+};
+
+/* The ops table of a named target ("k3"), or NULL. The one place targets are
+ * chosen. */
+const struct platform_ops *platform_find(const char *name);
+
+/* Open target `name` with settings s (NULL = defaults). *out is owned by the
+ * caller; release with platform_close. On failure returns PLAT_ERR_* and
+ * writes a message into err. */
+int platform_open(const char *name, const struct plat_settings *s,
+                  struct platform **out, char *err, size_t err_len);
+void platform_close(struct platform *p);
+
+/* Thin wrappers that check optional members and clear the result first. */
+int platform_describe(struct platform *p, struct plat_desc *out);
+int platform_compile(struct platform *p, const struct plat_task *t,
+                     const char *src, size_t len, struct plat_build *out);
+int platform_verify(struct platform *p, const struct plat_task *t,
+                    const struct plat_build *b, struct plat_verify *out);
+int platform_measure(struct platform *p, const struct plat_task *t,
+                     const struct plat_build *b, struct plat_measure *out);
+int platform_probe(struct platform *p, struct plat_probe *out);
+void platform_build_free(struct platform *p, struct plat_build *b);
+
+#endif /* KOPE_PLATFORM_H */
