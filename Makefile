@@ -1,0 +1,126 @@
+# kope - one hand-written GNU Makefile.
+#
+#   make                      build build/x86_64/kope (builds the deps sysroot first if needed)
+#   make test                 build and run every test program
+#   make demo                 the main job on the embedded default (local ./kope.db)
+#   make ARCH=riscv64         cross-build for the K3 (clang-19, RVV 1.0)
+#   make ARCH=aarch64         cross-build for Kunpeng / Ascend hosts
+#   make test SANITIZER=address,undefined
+#
+# Options are make variables: ARCH, SANITIZER, CFLAGS (yours to change),
+# V=1 (echo commands). The flags the project needs live in FINAL_CFLAGS.
+
+ARCH      ?= x86_64
+SANITIZER ?=
+CFLAGS    ?= -O2 -g
+LDFLAGS   ?=
+
+DEPS_DIR  := build/deps
+SYSROOT   := $(DEPS_DIR)/sysroot-$(ARCH)
+comma     := ,
+SUFFIX    := $(if $(SANITIZER),-$(subst $(comma),-,$(SANITIZER)))
+BUILD     := build/$(ARCH)$(SUFFIX)
+
+CLANG     ?= clang-19
+QEMU_RV   := qemu-riscv64 -cpu rv64,v=true,vlen=256,elen=64,vext_spec=v1.0,zba=true,zbb=true,zbs=true
+ifeq ($(ARCH),x86_64)
+  CC      ?= cc
+  RUNNER  :=
+else ifeq ($(ARCH),riscv64)
+  CC      := $(CLANG) --target=riscv64-linux-gnu -march=rv64gcv_zba_zbb_zbs -mabi=lp64d
+  RUNNER  := $(QEMU_RV) -L /usr/riscv64-linux-gnu
+else ifeq ($(ARCH),aarch64)
+  CC      := $(CLANG) --target=aarch64-linux-gnu
+  RUNNER  := qemu-aarch64 -L /usr/aarch64-linux-gnu
+else
+  $(error ARCH=$(ARCH) is not supported: use x86_64, riscv64 or aarch64)
+endif
+
+WARN      := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+             -Wpointer-arith -Wformat=2 -Wno-unused-parameter
+FINAL_CFLAGS  = -std=c11 -D_GNU_SOURCE $(WARN) -MMD -MP -I. -isystem $(SYSROOT)/include \
+                -ffunction-sections -fdata-sections \
+                -DKOPE_ARCH=\"$(ARCH)\" $(CFLAGS)
+FINAL_LDFLAGS = -L$(SYSROOT)/lib -Wl,--gc-sections $(LDFLAGS)
+ifneq ($(SANITIZER),)
+  FINAL_CFLAGS  += -fsanitize=$(SANITIZER) -fno-omit-frame-pointer -fno-sanitize-recover=all
+  FINAL_LDFLAGS += -fsanitize=$(SANITIZER)
+endif
+ifeq ($(WERROR),1)
+  FINAL_CFLAGS += -Werror
+endif
+LIBS      := -lcurl -lmbedtls -lmbedx509 -lmbedcrypto -lsqlite3 -lcjson -lopenblas -lpthread -lm
+
+# Sources: every .c of a module folder belongs to libkope, except main.
+MODULES   := core store net platform platform/k3 platform/ascend
+LIB_SRC   := $(filter-out core/main.c,$(foreach m,$(MODULES),$(wildcard $(m)/*.c)))
+EMBED_SRC := $(shell find platform/k3/embed platform/ascend/embed core/knowledge suites -type f 2>/dev/null | LC_ALL=C sort)
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/embed.o
+TEST_SRC  := $(wildcard tests/test_*.c)
+TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+BENCH_SRC := $(wildcard bench/*.c)
+BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+DEPS_STAMP := $(SYSROOT)/.stamp
+
+ifneq ($(V),1)
+  Q := @
+endif
+
+.PHONY: all test bench demo deps host-tools clean distclean
+all: $(BUILD)/kope
+
+host-tools:
+	$(Q)bash cross/host-tools.sh
+
+# The sysroot is rebuilt only when cross/deps.sh changes (it keeps its own stamp).
+$(DEPS_STAMP): cross/deps.sh cross/deps-probe.c | host-tools
+	$(Q)ARCH=$(ARCH) W=$(CURDIR)/$(DEPS_DIR) bash cross/deps.sh
+deps: $(DEPS_STAMP)
+
+$(BUILD)/obj/%.o: %.c $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(FINAL_CFLAGS) -c $< -o $@
+
+# Files the binary carries (templates, harness, knowledge): see platform/embed.h.
+$(BUILD)/gen/embed.c: $(EMBED_SRC) cross/embed.sh
+	@mkdir -p $(dir $@)
+	$(Q)bash cross/embed.sh $@ $(EMBED_SRC)
+$(BUILD)/obj/gen/embed.o: $(BUILD)/gen/embed.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(FINAL_CFLAGS) -c $< -o $@
+
+$(BUILD)/libkope.a: $(LIB_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/kope: $(BUILD)/obj/core/main.o $(BUILD)/libkope.a
+	@echo "  LINK    $@"
+	$(Q)$(CC) $(FINAL_CFLAGS) $< $(BUILD)/libkope.a $(FINAL_LDFLAGS) $(LIBS) -o $@
+
+# Test programs: cmocka from the host (x86_64 only for now).
+$(BUILD)/tests/%: tests/%.c $(BUILD)/libkope.a $(wildcard tests/*.h)
+	@mkdir -p $(dir $@)
+	@echo "  TEST    $@"
+	$(Q)$(CC) $(FINAL_CFLAGS) -Itests $< $(BUILD)/libkope.a $(FINAL_LDFLAGS) $(LIBS) -lcmocka -o $@
+
+$(BUILD)/bench/%: bench/%.c $(BUILD)/libkope.a
+	@mkdir -p $(dir $@)
+	@echo "  BENCH   $@"
+	$(Q)$(CC) $(FINAL_CFLAGS) $< $(BUILD)/libkope.a $(FINAL_LDFLAGS) $(LIBS) -o $@
+
+test: $(BUILD)/kope $(TEST_BIN)
+	$(Q)KOPE_BIN=$(CURDIR)/$(BUILD)/kope KOPE_ARCH=$(ARCH) RUNNER="$(RUNNER)" \
+	    bash tests/run.sh $(TEST_BIN:%=$(CURDIR)/%)
+
+bench: $(BUILD)/kope $(BENCH_BIN)
+
+# The main job on the embedded default: a local SQLite file, no LLM needed.
+demo: $(BUILD)/kope
+	$(Q)bash tests/demo.sh $(CURDIR)/$(BUILD)/kope
+
+clean:
+	rm -rf build/x86_64* build/riscv64* build/aarch64*
+distclean:
+	rm -rf build
+
+-include $(LIB_OBJ:.o=.d) $(BUILD)/obj/core/main.d

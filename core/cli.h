@@ -1,0 +1,51 @@
+/*
+ * core/cli.h - the command-line front end: global options and the command table.
+ *
+ * `kope [--db PATH] [--config FILE] COMMAND [ARGS]`. main() parses the global
+ * options into struct cli and dispatches to one cli_* function per command.
+ * Each returns the process exit code: 0 ok, 1 failure, 2 usage error.
+ * Commands open the store / config lazily through the helpers below, so
+ * `kope --version` and `kope help` touch no file.
+ */
+#ifndef KOPE_CLI_H
+#define KOPE_CLI_H
+
+#include <stdio.h>
+
+#define CLI_OK 0
+#define CLI_FAIL 1
+#define CLI_USAGE 2
+
+struct store;
+struct kope_config;
+
+struct cli {
+    const char *db_path;     /* --db, else $KOPE_DB, else ./kope.db */
+    const char *config_path; /* --config, else $KOPE_CONFIG, else ./kope.json if present */
+    const char *prog;        /* argv[0] for messages */
+    struct store *st;        /* opened by cli_store() */
+    struct kope_config *cfg; /* loaded by cli_config() */
+};
+
+/* Open the store at c->db_path (migrating it) on first use. Prints the error
+ * and returns NULL on failure. Owned by c; closed by main. */
+struct store *cli_store(struct cli *c);
+/* Load the config file on first use (an absent default file is an empty
+ * config). Prints the error and returns NULL on failure. Owned by c. */
+struct kope_config *cli_config(struct cli *c);
+
+struct graph;
+/* Path of this device's private key: $KOPE_KEY, else DB.key. */
+const char *cli_key_path(struct cli *c, char *buf, size_t cap);
+/* Open the store and a graph on it; loads the identity (required if
+ * need_identity, else optional). Prints errors; returns a CLI_* code. */
+int cli_graph_open(struct cli *c, struct graph *g, int need_identity);
+
+/* True if argv holds -h or --help: every subcommand checks this first. */
+int cli_wants_help(int argc, char **argv);
+
+/* Commands (argv[0] is the command name). */
+int cli_init(struct cli *c, int argc, char **argv);
+int cli_graph(struct cli *c, int argc, char **argv);
+
+#endif /* KOPE_CLI_H */

@@ -1,0 +1,55 @@
+/* core/err.c - error text for every band (see err.h). */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/err.h"
+#include "net/crypto.h"
+#include "store/store.h"
+
+static const char *core_text(int code)
+{
+    switch (code) {
+    case KOPE_OK: return "ok";
+    case KOPE_ERR_INTERNAL: return "internal error (a bug: please report it)";
+    case KOPE_ERR_NOMEM: return "out of memory";
+    case KOPE_ERR_USAGE: return "invalid arguments";
+    case KOPE_ERR_IO: return "file could not be read or written";
+    case KOPE_ERR_PARSE: return "malformed input";
+    case KOPE_ERR_CANON: return "value has no canonical form";
+    case KOPE_ERR_HASH: return "record id does not match its content";
+    case KOPE_ERR_CHAIN: return "record chain broken (gap, fork or reorder)";
+    case KOPE_ERR_SIG: return "signature does not verify";
+    case KOPE_ERR_UNCOVERED: return "records not covered by a signed checkpoint";
+    case KOPE_ERR_NOTFOUND: return "not found";
+    case KOPE_ERR_NOINIT: return "no device identity: run `kope init`";
+    case KOPE_ERR_TOOBIG: return "input over its size limit";
+    case KOPE_ERR_CONFIG: return "config file invalid";
+    case KOPE_ERR_EXISTS: return "already exists";
+    case KOPE_ERR_BLOB: return "blob missing or does not match its hash";
+    default: return "unknown error";
+    }
+}
+
+/* Other modules' bands register nothing here: each has its own *_strerror,
+ * and this dispatcher only knows which band a number is in. Modules added
+ * later (platform, net LLM client) plug in below. */
+const char *kope_strerror(int code)
+{
+    if (code <= -100 && code > -200)
+        return store_strerror(code);
+    if (code <= -250 && code > -260) {
+        switch (code) {
+        case NET_ERR_CRYPTO: return "net: cryptographic operation failed";
+        case NET_ERR_CRYPTO_KEY: return "net: key does not parse";
+        case NET_ERR_CRYPTO_VERIFY: return "net: signature does not verify";
+        case NET_ERR_CRYPTO_BUF: return "net: buffer too small";
+        }
+    }
+    return core_text(code);
+}
+
+void kope_assert_fail(const char *file, int line, const char *expr)
+{
+    fprintf(stderr, "kope: assertion failed at %s:%d: %s\n", file, line, expr);
+    abort();
+}

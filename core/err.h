@@ -1,0 +1,43 @@
+/*
+ * core/err.h - kope's error codes and their text.
+ *
+ * Every function that can fail returns int: 0 on success, a negative code on
+ * failure. Each module owns a band so a logged number names its layer:
+ *     -1 ..  -99  core      (KOPE_ERR_*, below)
+ *   -100 .. -199  store/    (STORE_ERR_*, store/store.h)
+ *   -200 .. -299  net/      (NET_ERR_*,   in the net/ headers)
+ *   -300 .. -399  platform/ (PLAT_ERR_*,  platform/platform.h)
+ * kope_strerror() turns any of them into text by asking the owning module.
+ */
+#ifndef KOPE_ERR_H
+#define KOPE_ERR_H
+
+enum kope_err {
+    KOPE_OK = 0,
+    KOPE_ERR_INTERNAL = -1, /* a bug: should not happen */
+    KOPE_ERR_NOMEM = -2,
+    KOPE_ERR_USAGE = -3,    /* bad command line */
+    KOPE_ERR_IO = -4,       /* file could not be read or written */
+    KOPE_ERR_PARSE = -5,    /* malformed JSON or record */
+    KOPE_ERR_CANON = -6,    /* value has no canonical form (NaN, dup key, bad UTF-8) */
+    KOPE_ERR_HASH = -7,     /* a record's id is not the hash of its content */
+    KOPE_ERR_CHAIN = -8,    /* seq gap, fork, reorder, wrong prev */
+    KOPE_ERR_SIG = -9,      /* signature does not verify */
+    KOPE_ERR_UNCOVERED = -10, /* records not covered by a signed checkpoint */
+    KOPE_ERR_NOTFOUND = -11,
+    KOPE_ERR_NOINIT = -12,  /* no device identity: run `kope init` */
+    KOPE_ERR_TOOBIG = -13,  /* input over a cap */
+    KOPE_ERR_CONFIG = -14,  /* config file invalid */
+    KOPE_ERR_EXISTS = -15,
+    KOPE_ERR_BLOB = -16,    /* referenced blob missing or wrong hash */
+};
+
+/* Text for any kope error code (any band). Never NULL; static storage. */
+const char *kope_strerror(int code);
+
+/* Programmer-error assertion that stays on in release builds. */
+void kope_assert_fail(const char *file, int line, const char *expr);
+#define KOPE_ASSERT(x) \
+    do { if (!(x)) kope_assert_fail(__FILE__, __LINE__, #x); } while (0)
+
+#endif /* KOPE_ERR_H */

@@ -1,0 +1,1351 @@
+/*
+ * core/graph.c - the experience graph over the store. See graph.h.
+ *
+ * Sections: identity, appending our records, reading back, the decision
+ * tree, export, import (where every foreign byte is checked before use).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+
+#include "core/canon.h"
+#include "core/err.h"
+#include "core/graph.h"
+#include "core/util.h"
+#include "net/crypto.h"
+#include "store/store.h"
+
+#define MAX_PARENTS 64
+#define MAX_BLOB_REFS 64
+#define KEY_PEM_MAX 1024
+
+static const char *const kinds[] = {"identity", "task", "decision", "outcome",
+                                    "insight", "probe", "checkpoint"};
+
+static int kind_valid(const char *k)
+{
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (strcmp(k, kinds[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static int seterr(struct graph *g, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int seterr(struct graph *g, int rc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g->err, sizeof g->err, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+void graph_init(struct graph *g, struct store *st)
+{
+    memset(g, 0, sizeof *g);
+    g->st = st;
+    buf_init(&g->canon, GRAPH_RECORD_MAX);
+}
+
+void graph_free(struct graph *g)
+{
+    if (!g)
+        return;
+    net_key_free(g->key);
+    buf_free(&g->canon);
+    g->key = NULL;
+}
+
+/* ------------------------------------------------------------------ identity */
+
+static int load_own_head(struct graph *g)
+{
+    struct store_origin o;
+    int rc = store_origin_get(g->st, g->origin, &o);
+    if (rc == STORE_ERR_NOTFOUND) {
+        g->seq = 0;
+        g->ckpt_seq = 0;
+        memset(g->head, 0, 32);
+        return 0;
+    }
+    if (rc)
+        return rc;
+    g->seq = o.head_seq;
+    g->ckpt_seq = o.ckpt_seq;
+    memcpy(g->head, o.head_id, 32);
+    return 0;
+}
+
+int graph_identity_create(struct graph *g, const char *key_path, const char *target)
+{
+    int rc = KOPE_ERR_INTERNAL, fd = -1;
+    char *existing = NULL, pem[KEY_PEM_MAX];
+    uint8_t der[NET_PUBKEY_MAX];
+    size_t der_len = 0;
+    char hex[2 * NET_PUBKEY_MAX + 1], ohex[GRAPH_ID_HEX];
+    cJSON *body = NULL;
+
+    if (store_meta_get(g->st, "device_origin", &existing) == 0) {
+        rc = seterr(g, KOPE_ERR_EXISTS, "this store already has a device identity (%s)", existing);
+        goto out;
+    }
+    if ((rc = net_key_generate(&g->key)))
+        goto out;
+    if ((rc = net_key_write_pem(g->key, pem, sizeof pem)))
+        goto out;
+    fd = open(key_path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    if (fd < 0) {
+        rc = seterr(g, errno == EEXIST ? KOPE_ERR_EXISTS : KOPE_ERR_IO,
+                    "cannot create the key file %s (it must not exist yet)", key_path);
+        goto out;
+    }
+    size_t n = strlen(pem);
+    if (write(fd, pem, n) != (ssize_t)n || fsync(fd) != 0) {
+        rc = seterr(g, KOPE_ERR_IO, "cannot write the key file %s", key_path);
+        unlink(key_path);
+        goto out;
+    }
+    if ((rc = net_key_public_der(g->key, der, sizeof der, &der_len)))
+        goto out;
+    net_sha256(der, der_len, g->origin);
+    util_hex(der, der_len, hex);
+    util_hex(g->origin, 32, ohex);
+    body = cJSON_CreateObject();
+    if (!body || !cJSON_AddStringToObject(body, "alg", "ecdsa-p256-sha256") ||
+        !cJSON_AddStringToObject(body, "pubkey", hex)) {
+        rc = KOPE_ERR_NOMEM;
+        goto out;
+    }
+    g->seq = 0;
+    g->ckpt_seq = 0;
+    if ((rc = graph_begin(g)))
+        goto out;
+    if ((rc = graph_append(g, "identity", target, NULL, 0, body, NULL)) ||
+        (rc = graph_checkpoint(g)) ||
+        (rc = store_meta_set(g->st, "device_origin", ohex)) ||
+        (rc = store_meta_set(g->st, "device_target", target))) {
+        graph_rollback(g);
+        unlink(key_path);
+        goto out;
+    }
+    rc = graph_commit(g);
+    if (rc)
+        unlink(key_path);
+out:
+    net_wipe(pem, sizeof pem);
+    if (fd >= 0)
+        close(fd);
+    if (rc) {
+        net_key_free(g->key);
+        g->key = NULL;
+    }
+    free(existing);
+    cJSON_Delete(body);
+    return rc;
+}
+
+int graph_identity_load(struct graph *g, const char *key_path)
+{
+    int rc;
+    char *ohex = NULL, *pem = NULL, err[256];
+    size_t len = 0, der_len = 0;
+    uint8_t der[NET_PUBKEY_MAX], want[32];
+    if ((rc = store_meta_get(g->st, "device_origin", &ohex)))
+        return rc == STORE_ERR_NOTFOUND
+                   ? seterr(g, KOPE_ERR_NOINIT, "this store has no device identity: run `kope init`")
+                   : rc;
+    if (util_unhex(ohex, want, 32)) {
+        rc = seterr(g, KOPE_ERR_PARSE, "bad device_origin in store: %s", ohex);
+        goto out;
+    }
+    if ((rc = util_read_file(key_path, 64 * 1024, &pem, &len, err, sizeof err))) {
+        rc = seterr(g, KOPE_ERR_NOINIT, "cannot read this device's key: %s", err);
+        goto out;
+    }
+    if ((rc = net_key_load((const uint8_t *)pem, len + 1, &g->key))) {
+        rc = seterr(g, rc, "%s: not a P-256 private key", key_path);
+        goto out;
+    }
+    if ((rc = net_key_public_der(g->key, der, sizeof der, &der_len)))
+        goto out;
+    net_sha256(der, der_len, g->origin);
+    if (memcmp(g->origin, want, 32) != 0) {
+        rc = seterr(g, KOPE_ERR_SIG, "%s is not the key of this store's device", key_path);
+        goto out;
+    }
+    rc = load_own_head(g);
+out:
+    if (rc) {
+        net_key_free(g->key);
+        g->key = NULL;
+    }
+    if (pem) {
+        net_wipe(pem, len);
+        free(pem);
+    }
+    free(ohex);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ transactions */
+
+int graph_begin(struct graph *g)
+{
+    if (g->in_tx)
+        return KOPE_ERR_INTERNAL;
+    int rc = store_begin(g->st);
+    if (rc)
+        return seterr(g, rc, "%s", store_errmsg(g->st));
+    g->in_tx = 1;
+    return 0;
+}
+
+int graph_commit(struct graph *g)
+{
+    int rc = 0;
+    if (!g->in_tx)
+        return KOPE_ERR_INTERNAL;
+    if (g->key && g->seq - g->ckpt_seq >= GRAPH_CKPT_EVERY && (rc = graph_checkpoint(g))) {
+        graph_rollback(g);
+        return rc;
+    }
+    rc = store_commit(g->st);
+    if (rc) {
+        seterr(g, rc, "%s", store_errmsg(g->st));
+        graph_rollback(g);
+        return rc;
+    }
+    g->in_tx = 0;
+    return 0;
+}
+
+void graph_rollback(struct graph *g)
+{
+    if (!g->in_tx)
+        return;
+    store_rollback(g->st);
+    g->in_tx = 0;
+    if (g->key)
+        load_own_head(g); /* forget the seqs the rolled-back records took */
+}
+
+/* ------------------------------------------------------------------ blobs */
+
+static int blob_ref_parse(const char *ref, uint8_t hash[32])
+{
+    if (strncmp(ref, "sha256:", 7) == 0)
+        ref += 7;
+    return strlen(ref) == 64 ? util_unhex(ref, hash, 32) : KOPE_ERR_PARSE;
+}
+
+int graph_blob_put(struct graph *g, const char *text, size_t len, char ref[GRAPH_BLOB_REF])
+{
+    uint8_t h[32];
+    char *fixed = NULL;
+    int rc;
+    if (len > GRAPH_BLOB_MAX)
+        return seterr(g, KOPE_ERR_TOOBIG, "text over the blob limit");
+    if (!canon_utf8_valid(text, len) || memchr(text, '\0', len)) {
+        /* Replace bytes that cannot travel as a JSON string. Byte by byte:
+         * a valid multi-byte sequence is kept, anything else becomes '?'. */
+        if (!(fixed = malloc(len + 1)))
+            return KOPE_ERR_NOMEM;
+        size_t i = 0;
+        while (i < len) {
+            size_t n = 1;
+            unsigned char c = (unsigned char)text[i];
+            if (c >= 0xc0)
+                n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+            if (c != 0 && i + n <= len && canon_utf8_valid(text + i, n)) {
+                memcpy(fixed + i, text + i, n);
+            } else {
+                fixed[i] = '?';
+                n = 1;
+            }
+            i += n;
+        }
+        fixed[len] = '\0';
+        text = fixed;
+    }
+    net_sha256(text, len, h);
+    strcpy(ref, "sha256:");
+    util_hex(h, 32, ref + 7);
+    rc = store_blob_put(g->st, h, text, len);
+    free(fixed);
+    return rc;
+}
+
+int graph_blob_get(struct graph *g, const char *ref, char **out, size_t *len)
+{
+    uint8_t h[32];
+    if (blob_ref_parse(ref, h))
+        return seterr(g, KOPE_ERR_PARSE, "not a blob reference: %s", ref);
+    return store_blob_get(g->st, h, out, len);
+}
+
+/* Collect "sha256:HEX" strings anywhere in a body. */
+static int scan_blobs(const cJSON *v, uint8_t (*out)[32], size_t *n, int depth)
+{
+    if (depth > CANON_MAX_DEPTH)
+        return KOPE_ERR_CANON;
+    if (cJSON_IsString(v) && v->valuestring && strncmp(v->valuestring, "sha256:", 7) == 0 &&
+        strlen(v->valuestring) == 71) {
+        uint8_t h[32];
+        if (util_unhex(v->valuestring + 7, h, 32) == 0) {
+            for (size_t i = 0; i < *n; i++)
+                if (memcmp(out[i], h, 32) == 0)
+                    return 0;
+            if (*n >= MAX_BLOB_REFS)
+                return KOPE_ERR_TOOBIG;
+            memcpy(out[(*n)++], h, 32);
+        }
+        return 0;
+    }
+    for (const cJSON *c = v->child; c; c = c->next) {
+        int rc = scan_blobs(c, out, n, depth + 1);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ appending */
+
+/* Build the record object (body by reference: never copied, never freed). */
+static cJSON *record_json(const char *kind, const char *target, const uint8_t origin[32],
+                          int64_t seq, const uint8_t *prev, const uint8_t (*parents)[32],
+                          size_t n_parents, const cJSON *body)
+{
+    char hex[GRAPH_ID_HEX];
+    cJSON *r = cJSON_CreateObject(), *ps = cJSON_CreateArray();
+    if (!r || !ps)
+        goto fail;
+    for (size_t i = 0; i < n_parents; i++) {
+        util_hex(parents[i], 32, hex);
+        if (!cJSON_AddItemToArray(ps, cJSON_CreateString(hex)))
+            goto fail;
+    }
+    cJSON_AddItemToObject(r, "parents", ps);
+    ps = NULL;
+    util_hex(origin, 32, hex);
+    cJSON_AddStringToObject(r, "origin", hex);
+    cJSON_AddStringToObject(r, "kind", kind);
+    cJSON_AddStringToObject(r, "target", target);
+    cJSON_AddNumberToObject(r, "seq", (double)seq);
+    cJSON_AddNumberToObject(r, "v", GRAPH_FORMAT_VERSION);
+    if (prev) {
+        util_hex(prev, 32, hex);
+        cJSON_AddStringToObject(r, "prev", hex);
+    } else {
+        cJSON_AddNullToObject(r, "prev");
+    }
+    if (!cJSON_AddItemReferenceToObject(r, "body", (cJSON *)body))
+        goto fail;
+    return r;
+fail:
+    cJSON_Delete(ps);
+    cJSON_Delete(r);
+    return NULL;
+}
+
+/* The task a record is filed under: its own id for a task, else body.task. */
+static int task_of(const char *kind, const uint8_t id[32], const cJSON *body, uint8_t out[32])
+{
+    if (strcmp(kind, "task") == 0) {
+        memcpy(out, id, 32);
+        return 1;
+    }
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(body, "task");
+    return cJSON_IsString(t) && t->valuestring && strlen(t->valuestring) == 64 &&
+           util_unhex(t->valuestring, out, 32) == 0;
+}
+
+static int append_locked(struct graph *g, const char *kind, const char *target,
+                         const uint8_t (*parents)[32], size_t n_parents,
+                         const cJSON *body, uint8_t out_id[32])
+{
+    int rc;
+    uint8_t blobs[MAX_BLOB_REFS][32];
+    size_t n_blobs = 0;
+    struct store_rec r;
+    memset(&r, 0, sizeof r);
+    cJSON *rec = record_json(kind, target, g->origin, g->seq + 1, g->seq ? g->head : NULL,
+                             parents, n_parents, body);
+    if (!rec)
+        return KOPE_ERR_NOMEM;
+    buf_reset(&g->canon);
+    if ((rc = canon_write(rec, &g->canon))) {
+        seterr(g, rc, "record has no canonical form (NaN, duplicate key, bad UTF-8 or too big)");
+        goto out;
+    }
+    if ((rc = scan_blobs(body, blobs, &n_blobs, 0)))
+        goto out;
+    net_sha256(g->canon.p, g->canon.len, r.id);
+    memcpy(r.origin, g->origin, 32);
+    r.seq = g->seq + 1;
+    r.has_prev = g->seq > 0;
+    memcpy(r.prev, g->head, 32);
+    r.has_task = task_of(kind, r.id, body, r.task);
+    r.kind = kind;
+    r.target = target;
+    r.canon = g->canon.p;
+    r.canon_len = g->canon.len;
+    r.parents = parents;
+    r.n_parents = n_parents;
+    r.blobs = (const uint8_t(*)[32])blobs;
+    r.n_blobs = n_blobs;
+    rc = store_rec_put(g->st, &r);
+    if (rc == 1)
+        rc = seterr(g, KOPE_ERR_CHAIN, "record already stored");
+    if (rc) {
+        if (rc != KOPE_ERR_CHAIN)
+            seterr(g, rc, "%s", store_errmsg(g->st));
+        goto out;
+    }
+    g->seq = r.seq;
+    memcpy(g->head, r.id, 32);
+    if (out_id)
+        memcpy(out_id, r.id, 32);
+out:
+    cJSON_Delete(rec);
+    return rc;
+}
+
+int graph_append(struct graph *g, const char *kind, const char *target,
+                 const uint8_t (*parents)[32], size_t n_parents,
+                 const cJSON *body, uint8_t out_id[32])
+{
+    int rc;
+    if (!g->key)
+        return seterr(g, KOPE_ERR_NOINIT, "no device identity loaded: run `kope init`");
+    if (!kind_valid(kind) || !target || !*target || strlen(target) >= 32 ||
+        !cJSON_IsObject(body) || n_parents > MAX_PARENTS)
+        return seterr(g, KOPE_ERR_USAGE, "invalid record (kind %s, target, body or parents)", kind);
+    if (g->in_tx)
+        return append_locked(g, kind, target, parents, n_parents, body, out_id);
+    if ((rc = graph_begin(g)))
+        return rc;
+    if ((rc = append_locked(g, kind, target, parents, n_parents, body, out_id))) {
+        graph_rollback(g);
+        return rc;
+    }
+    return graph_commit(g);
+}
+
+int graph_checkpoint(struct graph *g)
+{
+    int rc;
+    uint8_t sig[NET_SIG_MAX];
+    size_t sig_len = 0;
+    char hex[2 * NET_SIG_MAX + 1];
+    if (!g->key)
+        return seterr(g, KOPE_ERR_NOINIT, "no device identity loaded");
+    if (g->seq == 0 || g->ckpt_seq == g->seq)
+        return 0;
+    if ((rc = net_key_sign(g->key, g->head, sig, sizeof sig, &sig_len)))
+        return seterr(g, rc, "signing failed");
+    util_hex(sig, sig_len, hex);
+    cJSON *body = cJSON_CreateObject();
+    if (!body || !cJSON_AddNumberToObject(body, "covers", (double)g->seq) ||
+        !cJSON_AddStringToObject(body, "sig", hex)) {
+        cJSON_Delete(body);
+        return KOPE_ERR_NOMEM;
+    }
+    int own_tx = !g->in_tx;
+    if (own_tx && (rc = graph_begin(g)))
+        goto out;
+    char target[32] = "any";
+    if ((rc = append_locked(g, "checkpoint", target, NULL, 0, body, NULL)) ||
+        (rc = store_origin_set_ckpt(g->st, g->origin, g->seq))) {
+        if (own_tx)
+            graph_rollback(g);
+        goto out;
+    }
+    g->ckpt_seq = g->seq;
+    if (own_tx)
+        rc = graph_commit(g);
+out:
+    cJSON_Delete(body);
+    return rc;
+}
+
+static int add_task_ref(cJSON *body, const uint8_t task[32])
+{
+    char hex[GRAPH_ID_HEX];
+    util_hex(task, 32, hex);
+    cJSON_DeleteItemFromObjectCaseSensitive(body, "task");
+    return cJSON_AddStringToObject(body, "task", hex) ? 0 : KOPE_ERR_NOMEM;
+}
+
+int graph_task_add(struct graph *g, const char *target, const cJSON *spec, uint8_t out_id[32])
+{
+    return graph_append(g, "task", target, NULL, 0, spec, out_id);
+}
+
+/* Copy body, set its "task", append with the given parents. */
+static int append_for_task(struct graph *g, const char *kind, const uint8_t task[32],
+                           const uint8_t (*parents)[32], size_t n, const char *target,
+                           const cJSON *body, uint8_t out_id[32])
+{
+    cJSON *b = body ? cJSON_Duplicate(body, 1) : cJSON_CreateObject();
+    if (!b)
+        return KOPE_ERR_NOMEM;
+    int rc = add_task_ref(b, task);
+    if (!rc)
+        rc = graph_append(g, kind, target, parents, n, b, out_id);
+    cJSON_Delete(b);
+    return rc;
+}
+
+int graph_decision_add(struct graph *g, const uint8_t task[32], const uint8_t *parent,
+                       const char *target, const cJSON *body, uint8_t out_id[32])
+{
+    uint8_t p[1][32];
+    memcpy(p[0], parent ? parent : task, 32);
+    return append_for_task(g, "decision", task, (const uint8_t(*)[32])p, 1, target, body, out_id);
+}
+
+int graph_outcome_add(struct graph *g, const uint8_t task[32], const uint8_t decision[32],
+                      const char *target, const cJSON *body, uint8_t out_id[32])
+{
+    uint8_t p[1][32];
+    memcpy(p[0], decision, 32);
+    return append_for_task(g, "outcome", task, (const uint8_t(*)[32])p, 1, target, body, out_id);
+}
+
+int graph_insight_add(struct graph *g, const uint8_t task[32], const uint8_t (*outcomes)[32],
+                      size_t n, const char *target, const cJSON *body, uint8_t out_id[32])
+{
+    return append_for_task(g, "insight", task, outcomes, n, target, body, out_id);
+}
+
+/* ------------------------------------------------------------------ reading */
+
+void graph_rec_free(struct graph_rec *r)
+{
+    if (!r)
+        return;
+    cJSON_Delete(r->json);
+    r->json = NULL;
+}
+
+static int rec_fill(struct graph_rec *out, const struct store_rec *r)
+{
+    memset(out, 0, sizeof *out);
+    memcpy(out->id, r->id, 32);
+    util_hex(r->id, 32, out->id_hex);
+    out->seq = r->seq;
+    snprintf(out->kind, sizeof out->kind, "%s", r->kind);
+    snprintf(out->target, sizeof out->target, "%s", r->target);
+    out->json = cJSON_ParseWithLength(r->canon, r->canon_len);
+    return out->json ? 0 : KOPE_ERR_PARSE;
+}
+
+struct get_ctx {
+    struct graph_rec *out;
+    const char *prefix;
+    int n;
+};
+
+static int get_cb(void *ctx, const struct store_rec *r)
+{
+    struct get_ctx *c = ctx;
+    char hex[GRAPH_ID_HEX];
+    util_hex(r->id, 32, hex);
+    if (c->prefix && strncmp(hex, c->prefix, strlen(c->prefix)) != 0)
+        return 0;
+    if (++c->n > 1) {
+        graph_rec_free(c->out);
+        return KOPE_ERR_USAGE; /* ambiguous prefix */
+    }
+    return rec_fill(c->out, r);
+}
+
+int graph_get(struct graph *g, const char *id, struct graph_rec *out)
+{
+    size_t len = strlen(id);
+    uint8_t lo[32], hi[32];
+    struct get_ctx c = {out, id, 0};
+    memset(out, 0, sizeof *out);
+    if (len < 8 || len > 64 || strspn(id, "0123456789abcdef") != len)
+        return seterr(g, KOPE_ERR_USAGE, "'%s' is not a record id (8 to 64 lower-case hex digits)", id);
+    char full[GRAPH_ID_HEX];
+    memset(full, '0', 64);
+    memcpy(full, id, len);
+    full[64] = '\0';
+    util_unhex(full, lo, 32);
+    memset(full, 'f', 64);
+    memcpy(full, id, len);
+    util_unhex(full, hi, 32);
+    int rc = store_rec_range(g->st, lo, hi, get_cb, &c);
+    if (rc == KOPE_ERR_USAGE)
+        return seterr(g, rc, "id prefix '%s' matches more than one record: give more digits", id);
+    if (rc)
+        return rc;
+    if (c.n == 0)
+        return seterr(g, KOPE_ERR_NOTFOUND, "no record %s in this store", id);
+    return 0;
+}
+
+struct find_ctx {
+    const char *name;
+    uint8_t *task;
+    int n;
+};
+
+static int find_cb(void *ctx, const struct store_rec *r)
+{
+    struct find_ctx *c = ctx;
+    cJSON *j = cJSON_ParseWithLength(r->canon, r->canon_len);
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "body"), "name");
+    if (cJSON_IsString(name) && strcmp(name->valuestring, c->name) == 0) {
+        memcpy(c->task, r->id, 32); /* the latest task of that name wins */
+        c->n++;
+    }
+    cJSON_Delete(j);
+    return 0;
+}
+
+int graph_task_find(struct graph *g, const char *name_or_id, uint8_t task[32])
+{
+    struct graph_rec r;
+    size_t len = strlen(name_or_id);
+    if (len >= 8 && len <= 64 && strspn(name_or_id, "0123456789abcdef") == len &&
+        graph_get(g, name_or_id, &r) == 0) {
+        int is_task = strcmp(r.kind, "task") == 0;
+        memcpy(task, r.id, 32);
+        graph_rec_free(&r);
+        if (is_task)
+            return 0;
+        return seterr(g, KOPE_ERR_NOTFOUND, "record %s is not a task", name_or_id);
+    }
+    struct find_ctx c = {name_or_id, task, 0};
+    int rc = store_rec_query(g->st, STORE_Q_KIND, NULL, 0, "task", find_cb, &c);
+    if (rc)
+        return rc;
+    if (!c.n)
+        return seterr(g, KOPE_ERR_NOTFOUND, "no task named or with id '%s'", name_or_id);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ tree */
+
+struct tree_ctx {
+    struct graph_tree *t;
+    size_t cap;
+    struct graph_rec *outs;
+    size_t n_outs, cap_outs;
+    int rc;
+};
+
+static const char *body_str(const struct graph_rec *r, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r->json, "body"), key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static double body_num(const struct graph_rec *r, const char *key, double def)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r->json, "body"), key);
+    return cJSON_IsNumber(v) ? v->valuedouble : def;
+}
+
+static const char *first_parent(const struct graph_rec *r)
+{
+    const cJSON *p = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r->json, "parents"), 0);
+    return cJSON_IsString(p) ? p->valuestring : NULL;
+}
+
+static int tree_cb(void *ctx, const struct store_rec *sr)
+{
+    struct tree_ctx *c = ctx;
+    struct graph_tree *t = c->t;
+    struct graph_rec r;
+    int rc = rec_fill(&r, sr);
+    if (rc)
+        return rc;
+    if (strcmp(r.kind, "task") == 0) {
+        graph_rec_free(&t->task);
+        t->task = r;
+    } else if (strcmp(r.kind, "decision") == 0) {
+        if (t->n == c->cap) {
+            size_t ncap = c->cap ? c->cap * 2 : 16;
+            void *p = realloc(t->nodes, ncap * sizeof *t->nodes);
+            if (!p) {
+                graph_rec_free(&r);
+                return KOPE_ERR_NOMEM;
+            }
+            t->nodes = p;
+            c->cap = ncap;
+        }
+        struct graph_node *nd = &t->nodes[t->n++];
+        memset(nd, 0, sizeof *nd);
+        nd->dec = r;
+        nd->parent = -1;
+        const char *par = first_parent(&r);
+        for (size_t i = 0; par && i + 1 < t->n; i++)
+            if (strcmp(t->nodes[i].dec.id_hex, par) == 0)
+                nd->parent = (int)i;
+    } else if (strcmp(r.kind, "outcome") == 0) {
+        const char *par = first_parent(&r);
+        for (size_t i = 0; par && i < t->n; i++)
+            if (strcmp(t->nodes[i].dec.id_hex, par) == 0 && !t->nodes[i].has_outcome) {
+                t->nodes[i].out = r;
+                t->nodes[i].has_outcome = 1;
+                return 0;
+            }
+        graph_rec_free(&r);
+    } else {
+        graph_rec_free(&r);
+    }
+    return 0;
+}
+
+int graph_tree_load(struct graph *g, const uint8_t task[32], struct graph_tree *t)
+{
+    struct tree_ctx c;
+    memset(t, 0, sizeof *t);
+    memset(&c, 0, sizeof c);
+    c.t = t;
+    int rc = store_rec_query(g->st, STORE_Q_TASK, task, 0, NULL, tree_cb, &c);
+    if (!rc && !t->task.json)
+        rc = seterr(g, KOPE_ERR_NOTFOUND, "task not found");
+    if (rc)
+        graph_tree_free(t);
+    return rc;
+}
+
+void graph_tree_free(struct graph_tree *t)
+{
+    graph_rec_free(&t->task);
+    for (size_t i = 0; i < t->n; i++) {
+        graph_rec_free(&t->nodes[i].dec);
+        if (t->nodes[i].has_outcome)
+            graph_rec_free(&t->nodes[i].out);
+    }
+    free(t->nodes);
+    memset(t, 0, sizeof *t);
+}
+
+static int passed(const struct graph_node *n)
+{
+    const char *s = n->has_outcome ? body_str(&n->out, "status") : NULL;
+    return s && strcmp(s, "pass") == 0;
+}
+
+int graph_tree_best(const struct graph_tree *t)
+{
+    int best = -1;
+    double bs = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        if (!passed(&t->nodes[i]))
+            continue;
+        double s = body_num(&t->nodes[i].out, "speedup", 0);
+        if (best < 0 || s > bs) {
+            best = (int)i;
+            bs = s;
+        }
+    }
+    return best;
+}
+
+static void outcome_text(const struct graph_node *n, char *buf, size_t cap)
+{
+    if (!n->has_outcome) {
+        snprintf(buf, cap, "(no outcome yet)");
+        return;
+    }
+    const char *st = body_str(&n->out, "status");
+    const char *base = body_str(&n->out, "baseline");
+    double sp = body_num(&n->out, "speedup", -1);
+    const cJSON *em = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(n->out.json, "body"), "emulated");
+    if (sp >= 0)
+        snprintf(buf, cap, "%s %.2fx vs %s%s", st ? st : "?", sp, base ? base : "baseline",
+                 cJSON_IsTrue(em) ? " (emulated: icount ratio)" : "");
+    else
+        snprintf(buf, cap, "%s%s%s", st ? st : "?", body_str(&n->out, "reason") ? ": " : "",
+                 body_str(&n->out, "reason") ? body_str(&n->out, "reason") : "");
+}
+
+static void tags_text(const struct graph_rec *d, char *buf, size_t cap)
+{
+    const cJSON *tags = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(d->json, "body"), "tags");
+    size_t off = 0;
+    buf[0] = '\0';
+    const cJSON *tg;
+    cJSON_ArrayForEach(tg, tags)
+    {
+        if (cJSON_IsString(tg) && off < cap)
+            off += (size_t)snprintf(buf + off, cap - off, "%s%s", off ? "," : "", tg->valuestring);
+    }
+}
+
+static void print_node(const struct graph_tree *t, int i, int depth, int best, FILE *f)
+{
+    char out[160], tags[160];
+    const struct graph_node *n = &t->nodes[i];
+    outcome_text(n, out, sizeof out);
+    tags_text(&n->dec, tags, sizeof tags);
+    fprintf(f, "%*s%s %.12s [%s] -> %s\n", 2 + 2 * depth, "", i == best ? "*" : "-",
+            n->dec.id_hex, tags, out);
+    for (size_t k = 0; k < t->n; k++)
+        if (t->nodes[k].parent == i)
+            print_node(t, (int)k, depth + 1, best, f);
+}
+
+void graph_tree_print(const struct graph_tree *t, FILE *f)
+{
+    const char *name = body_str(&t->task, "name"), *op = body_str(&t->task, "op");
+    int best = graph_tree_best(t);
+    fprintf(f, "task %s (%.12s) op=%s target=%s: %zu decision(s)\n", name ? name : "?",
+            t->task.id_hex, op ? op : "?", t->task.target, t->n);
+    for (size_t i = 0; i < t->n; i++)
+        if (t->nodes[i].parent < 0)
+            print_node(t, (int)i, 0, best, f);
+    if (best >= 0) {
+        /* the best path: from the root down to the best decision */
+        int path[256], n = 0;
+        for (int k = best; k >= 0 && n < 256; k = t->nodes[k].parent)
+            path[n++] = k;
+        fprintf(f, "best path:");
+        while (n--)
+            fprintf(f, " %.12s%s", t->nodes[path[n]].dec.id_hex, n ? " ->" : "");
+        fprintf(f, "\n");
+    } else {
+        fprintf(f, "best path: none passed yet\n");
+    }
+}
+
+void graph_tree_dot(const struct graph_tree *t, FILE *f)
+{
+    const char *name = body_str(&t->task, "name");
+    int best = graph_tree_best(t);
+    fprintf(f, "digraph kope {\n  rankdir=TB;\n  node [shape=box, style=filled, fontname=\"monospace\"];\n");
+    fprintf(f, "  \"%.12s\" [label=\"task %s\", fillcolor=\"#dddddd\"];\n", t->task.id_hex,
+            name ? name : "?");
+    for (size_t i = 0; i < t->n; i++) {
+        const struct graph_node *n = &t->nodes[i];
+        char out[160], tags[160];
+        outcome_text(n, out, sizeof out);
+        tags_text(&n->dec, tags, sizeof tags);
+        for (char *p = out; *p; p++)
+            if (*p == '"' || *p == '\\')
+                *p = '\'';
+        for (char *p = tags; *p; p++)
+            if (*p == '"' || *p == '\\')
+                *p = '\'';
+        const char *colour = !n->has_outcome ? "#eeeeee" : passed(n) ? "#a6dba0" : "#f4a582";
+        fprintf(f, "  \"%.12s\" [label=\"%.12s\\n[%s]\\n%s\", fillcolor=\"%s\"%s];\n", n->dec.id_hex,
+                n->dec.id_hex, tags, out, colour, (int)i == best ? ", penwidth=3" : "");
+        fprintf(f, "  \"%.12s\" -> \"%.12s\";\n",
+                n->parent < 0 ? t->task.id_hex : t->nodes[n->parent].dec.id_hex, n->dec.id_hex);
+    }
+    fprintf(f, "}\n");
+}
+
+/* ------------------------------------------------------------------ export */
+
+struct origin_list {
+    struct store_origin *v;
+    size_t n, cap;
+};
+
+static int origin_collect(void *ctx, const struct store_origin *o)
+{
+    struct origin_list *l = ctx;
+    if (l->n == l->cap) {
+        size_t ncap = l->cap ? l->cap * 2 : 16;
+        void *p = realloc(l->v, ncap * sizeof *l->v);
+        if (!p)
+            return KOPE_ERR_NOMEM;
+        l->v = p;
+        l->cap = ncap;
+    }
+    l->v[l->n++] = *o;
+    return 0;
+}
+
+struct export_ctx {
+    FILE *out;
+    int64_t limit;
+    int64_t n;
+    struct buf tmp;
+};
+
+static int export_blob(void *ctx, const uint8_t hash[32], const char *data, size_t len)
+{
+    struct export_ctx *c = ctx;
+    char hex[GRAPH_ID_HEX];
+    util_hex(hash, 32, hex);
+    cJSON *s = cJSON_CreateString(""); /* text may be long: build it directly */
+    if (!s)
+        return KOPE_ERR_NOMEM;
+    cJSON_free(s->valuestring);
+    s->valuestring = malloc(len + 1);
+    if (!s->valuestring) {
+        cJSON_Delete(s);
+        return KOPE_ERR_NOMEM;
+    }
+    memcpy(s->valuestring, data, len);
+    s->valuestring[len] = '\0';
+    buf_reset(&c->tmp);
+    int rc = canon_write(s, &c->tmp);
+    cJSON_Delete(s);
+    if (rc)
+        return rc;
+    if (fprintf(c->out, "{\"blob\":\"%s\",\"text\":%s}\n", hex, c->tmp.p) < 0)
+        return KOPE_ERR_IO;
+    return 0;
+}
+
+static int export_rec(void *ctx, const struct store_rec *r)
+{
+    struct export_ctx *c = ctx;
+    char hex[GRAPH_ID_HEX];
+    if (r->seq > c->limit)
+        return 0; /* not covered by a checkpoint: never leaves the device */
+    util_hex(r->id, 32, hex);
+    if (fprintf(c->out, "{\"id\":\"%s\",%s\n", hex, r->canon + 1) < 0)
+        return KOPE_ERR_IO;
+    c->n++;
+    return 0;
+}
+
+int graph_export(struct graph *g, const char *since_json, FILE *out, int64_t *n_records)
+{
+    int rc = 0;
+    cJSON *since = NULL;
+    struct origin_list l = {0};
+    struct export_ctx c = {out, 0, 0, {0}};
+    buf_init(&c.tmp, GRAPH_BLOB_MAX * 7 + 64);
+    if (since_json) {
+        since = cJSON_Parse(since_json);
+        if (!cJSON_IsObject(since)) {
+            rc = seterr(g, KOPE_ERR_USAGE, "--since wants a JSON object {\"origin-hex\": seq, ...}");
+            goto out;
+        }
+    }
+    if (g->key && (rc = graph_checkpoint(g)))
+        goto out;
+    if ((rc = store_origin_each(g->st, origin_collect, &l)))
+        goto out;
+    fprintf(out, "{\"format\":\"kope-graph\",\"v\":%d}\n", GRAPH_FORMAT_VERSION);
+    for (size_t i = 0; i < l.n; i++) {
+        char hex[GRAPH_ID_HEX];
+        util_hex(l.v[i].origin, 32, hex);
+        const cJSON *s = cJSON_GetObjectItemCaseSensitive(since, hex);
+        int64_t from = cJSON_IsNumber(s) && s->valuedouble > 0 ? (int64_t)s->valuedouble : 0;
+        c.limit = l.v[i].ckpt_seq;
+        if (from >= c.limit)
+            continue;
+        if ((rc = store_blob_each_for(g->st, l.v[i].origin, from, export_blob, &c)) ||
+            (rc = store_rec_query(g->st, STORE_Q_ORIGIN, l.v[i].origin, from, NULL, export_rec, &c)))
+            goto out;
+    }
+    if (fflush(out) != 0 || ferror(out))
+        rc = seterr(g, KOPE_ERR_IO, "write error on the export stream");
+out:
+    if (n_records)
+        *n_records = c.n;
+    buf_free(&c.tmp);
+    free(l.v);
+    cJSON_Delete(since);
+    return rc;
+}
+
+static int vector_cb(void *ctx, const struct store_origin *o)
+{
+    char hex[GRAPH_ID_HEX];
+    util_hex(o->origin, 32, hex);
+    return cJSON_AddNumberToObject((cJSON *)ctx, hex, (double)o->ckpt_seq) ? 0 : KOPE_ERR_NOMEM;
+}
+
+int graph_vector(struct graph *g, char **json)
+{
+    cJSON *v = cJSON_CreateObject();
+    if (!v)
+        return KOPE_ERR_NOMEM;
+    int rc = store_origin_each(g->st, vector_cb, v);
+    *json = rc ? NULL : cJSON_PrintUnformatted(v);
+    cJSON_Delete(v);
+    return rc ? rc : *json ? 0 : KOPE_ERR_NOMEM;
+}
+
+/* ------------------------------------------------------------------ import */
+
+/* Per-origin verification state while reading a shard. */
+struct importer {
+    struct graph *g;
+    struct graph_import_stats *stats;
+    int have_origin;
+    uint8_t origin[32];
+    int poisoned;          /* a record of this origin failed: the rest is rejected */
+    uint8_t pubkey[NET_PUBKEY_MAX];
+    size_t pubkey_len;
+    int in_tx;
+    int64_t pending;       /* records written in the open, uncommitted transaction */
+    int first_rc;
+    int64_t line_no;
+};
+
+static int imp_fail(struct importer *im, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int imp_fail(struct importer *im, int rc, const char *fmt, ...)
+{
+    if (!im->first_rc) {
+        char msg[200];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+        snprintf(im->stats->first_error, sizeof im->stats->first_error, "line %lld: %s",
+                 (long long)im->line_no, msg);
+        im->first_rc = rc;
+    }
+    return rc;
+}
+
+/* Abandon the uncommitted run: its records were never covered by a checkpoint.
+ * A transaction holding only blobs (sent ahead of their origin's records) is
+ * kept open unless force is set. */
+static void imp_drop(struct importer *im, int force)
+{
+    if (im->in_tx && (im->pending || force)) {
+        store_rollback(im->g->st);
+        im->in_tx = 0;
+    }
+    im->stats->rejected += im->pending;
+    im->pending = 0;
+}
+
+static int imp_begin(struct importer *im)
+{
+    if (im->in_tx)
+        return 0;
+    int rc = store_begin(im->g->st);
+    if (rc)
+        return imp_fail(im, rc, "%s", store_errmsg(im->g->st));
+    im->in_tx = 1;
+    return 0;
+}
+
+static void imp_end_origin(struct importer *im)
+{
+    if (im->pending)
+        imp_fail(im, KOPE_ERR_UNCOVERED, "%lld record(s) at the end of an origin's run are not covered by a checkpoint",
+                 (long long)im->pending);
+    imp_drop(im, 0);
+    im->have_origin = 0;
+    im->poisoned = 0;
+    im->pubkey_len = 0;
+}
+
+static int hex32(const cJSON *v, uint8_t out[32])
+{
+    return cJSON_IsString(v) && v->valuestring && strlen(v->valuestring) == 64 &&
+                   util_unhex(v->valuestring, out, 32) == 0
+               ? 0 : KOPE_ERR_PARSE;
+}
+
+/* Public key of an origin from its stored identity record (seq 1). */
+static int pubkey_cb(void *ctx, const struct store_rec *r)
+{
+    struct importer *im = ctx;
+    cJSON *j = cJSON_ParseWithLength(r->canon, r->canon_len);
+    const cJSON *pk = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "body"), "pubkey");
+    int rc = KOPE_ERR_PARSE;
+    if (cJSON_IsString(pk) && strlen(pk->valuestring) % 2 == 0 &&
+        strlen(pk->valuestring) / 2 <= sizeof im->pubkey) {
+        im->pubkey_len = strlen(pk->valuestring) / 2;
+        rc = util_unhex(pk->valuestring, im->pubkey, im->pubkey_len);
+    }
+    cJSON_Delete(j);
+    return rc ? rc : 1; /* 1: stop after the first row */
+}
+
+static int imp_blob(struct importer *im, cJSON *line)
+{
+    uint8_t want[32], got[32];
+    const cJSON *text = cJSON_GetObjectItemCaseSensitive(line, "text");
+    if (hex32(cJSON_GetObjectItemCaseSensitive(line, "blob"), want) || !cJSON_IsString(text))
+        return imp_fail(im, KOPE_ERR_PARSE, "malformed blob line");
+    size_t len = strlen(text->valuestring);
+    net_sha256(text->valuestring, len, got);
+    if (memcmp(want, got, 32) != 0)
+        return imp_fail(im, KOPE_ERR_BLOB, "blob content does not match its hash");
+    /* Blobs come before the records of their origin: records still pending
+     * here belong to the previous origin and were never covered. */
+    if (im->pending)
+        imp_end_origin(im);
+    int rc = imp_begin(im);
+    if (!rc && (rc = store_blob_put(im->g->st, want, text->valuestring, len)))
+        return imp_fail(im, rc, "%s", store_errmsg(im->g->st));
+    if (!rc)
+        im->stats->blobs++;
+    return rc;
+}
+
+static int imp_record(struct importer *im, cJSON *rec, struct buf *canon)
+{
+    int rc;
+    uint8_t id[32], origin[32], prev[32], calc[32], parents[MAX_PARENTS][32], blobs[MAX_BLOB_REFS][32];
+    size_t n_parents = 0, n_blobs = 0;
+    struct store_rec r;
+    memset(&r, 0, sizeof r);
+
+    /* 1. shape */
+    cJSON *idv = cJSON_DetachItemFromObjectCaseSensitive(rec, "id");
+    rc = hex32(idv, id);
+    cJSON_Delete(idv);
+    if (rc)
+        return imp_fail(im, KOPE_ERR_PARSE, "record without a valid id");
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(rec, "kind");
+    const cJSON *target = cJSON_GetObjectItemCaseSensitive(rec, "target");
+    const cJSON *seq = cJSON_GetObjectItemCaseSensitive(rec, "seq");
+    const cJSON *pv = cJSON_GetObjectItemCaseSensitive(rec, "prev");
+    const cJSON *ps = cJSON_GetObjectItemCaseSensitive(rec, "parents");
+    const cJSON *body = cJSON_GetObjectItemCaseSensitive(rec, "body");
+    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(rec, "v");
+    if (cJSON_GetArraySize(rec) != 8 || !cJSON_IsString(kind) || !kind_valid(kind->valuestring) ||
+        !cJSON_IsString(target) || strlen(target->valuestring) == 0 || strlen(target->valuestring) >= 32 ||
+        !cJSON_IsNumber(seq) || seq->valuedouble < 1 || seq->valuedouble > 9e15 ||
+        seq->valuedouble != (double)(int64_t)seq->valuedouble || !cJSON_IsArray(ps) ||
+        !cJSON_IsObject(body) || !cJSON_IsNumber(ver) || ver->valueint != GRAPH_FORMAT_VERSION ||
+        hex32(cJSON_GetObjectItemCaseSensitive(rec, "origin"), origin))
+        return imp_fail(im, KOPE_ERR_PARSE, "record fields missing or invalid");
+    const cJSON *p;
+    cJSON_ArrayForEach(p, ps)
+    {
+        if (n_parents >= MAX_PARENTS || hex32(p, parents[n_parents]))
+            return imp_fail(im, KOPE_ERR_PARSE, "bad parents list");
+        n_parents++;
+    }
+    int64_t s = (int64_t)seq->valuedouble;
+    int has_prev = !cJSON_IsNull(pv);
+    if ((s == 1) == has_prev || (has_prev && hex32(pv, prev)))
+        return imp_fail(im, KOPE_ERR_CHAIN, "prev must be null exactly at seq 1");
+
+    /* 2. content address */
+    buf_reset(canon);
+    if ((rc = canon_write(rec, canon)))
+        return imp_fail(im, rc, "record has no canonical form");
+    net_sha256(canon->p, canon->len, calc);
+    if (memcmp(calc, id, 32) != 0)
+        return imp_fail(im, KOPE_ERR_HASH, "record id is not the hash of its content (tampered)");
+
+    /* 3. which origin run are we in */
+    if (!im->have_origin || memcmp(im->origin, origin, 32) != 0) {
+        imp_end_origin(im);
+        memcpy(im->origin, origin, 32);
+        im->have_origin = 1;
+        uint8_t one[32];
+        memcpy(one, origin, 32);
+        int prc = store_rec_query(im->g->st, STORE_Q_ORIGIN, one, 0, NULL, pubkey_cb, im);
+        if (prc < 0 && prc != STORE_ERR_NOTFOUND)
+            return imp_fail(im, prc, "%s", store_errmsg(im->g->st));
+    }
+    if (im->poisoned) {
+        im->stats->rejected++;
+        return 0;
+    }
+
+    /* 4. chain: seq must follow the stored (or pending) head */
+    struct store_origin o;
+    int64_t head = 0;
+    uint8_t head_id[32] = {0};
+    rc = store_origin_get(im->g->st, origin, &o);
+    if (rc == 0) {
+        head = o.head_seq;
+        memcpy(head_id, o.head_id, 32);
+    } else if (rc != STORE_ERR_NOTFOUND) {
+        return imp_fail(im, rc, "%s", store_errmsg(im->g->st));
+    }
+    const char *k = kind->valuestring;
+    rc = 0;
+    if (s <= head) {
+        /* Already have this seq: a duplicate if the id matches, else a fork. */
+        r.seq = s;
+        memcpy(r.origin, origin, 32);
+        memcpy(r.id, id, 32);
+        r.kind = k;
+        r.target = target->valuestring;
+        r.canon = canon->p;
+        r.canon_len = canon->len;
+        rc = store_rec_put(im->g->st, &r) == 1 ? 1 : KOPE_ERR_CHAIN;
+        if (rc == 1) {
+            im->stats->duplicates++;
+            return 0;
+        }
+        rc = imp_fail(im, KOPE_ERR_CHAIN, "fork: a different record already holds this origin's seq");
+    } else if (s != head + 1) {
+        rc = imp_fail(im, KOPE_ERR_CHAIN, "gap in the chain (records missing or out of order)");
+    } else if (s > 1 && memcmp(prev, head_id, 32) != 0) {
+        rc = imp_fail(im, KOPE_ERR_CHAIN, "prev does not match the previous record of its origin");
+    } else if ((s == 1) != (strcmp(k, "identity") == 0)) {
+        rc = imp_fail(im, KOPE_ERR_CHAIN, "an origin's first record, and only it, is its identity");
+    } else if (s == 1) {
+        /* 5. identity: the origin is the hash of the key it carries */
+        const cJSON *pk = cJSON_GetObjectItemCaseSensitive(body, "pubkey");
+        size_t hl = cJSON_IsString(pk) ? strlen(pk->valuestring) : 0;
+        uint8_t h[32];
+        if (!hl || hl % 2 || hl / 2 > sizeof im->pubkey ||
+            util_unhex(pk->valuestring, im->pubkey, hl / 2)) {
+            rc = imp_fail(im, KOPE_ERR_PARSE, "identity record without a public key");
+        } else {
+            im->pubkey_len = hl / 2;
+            net_sha256(im->pubkey, im->pubkey_len, h);
+            if (memcmp(h, origin, 32) != 0)
+                rc = imp_fail(im, KOPE_ERR_SIG, "origin is not the hash of the identity's key");
+        }
+    } else if (strcmp(k, "checkpoint") == 0) {
+        /* 6. the signature that authenticates the run */
+        const cJSON *sig = cJSON_GetObjectItemCaseSensitive(body, "sig");
+        uint8_t sb[NET_SIG_MAX];
+        size_t sl = cJSON_IsString(sig) ? strlen(sig->valuestring) : 0;
+        if (!im->pubkey_len)
+            rc = imp_fail(im, KOPE_ERR_SIG, "checkpoint of an origin whose identity is unknown");
+        else if (!sl || sl % 2 || sl / 2 > sizeof sb || util_unhex(sig->valuestring, sb, sl / 2))
+            rc = imp_fail(im, KOPE_ERR_PARSE, "checkpoint without a signature");
+        else if (net_pubkey_verify(im->pubkey, im->pubkey_len, prev, sb, sl / 2) != 0)
+            rc = imp_fail(im, KOPE_ERR_SIG, "checkpoint signature does not verify (forged)");
+    }
+    if (!rc && (rc = scan_blobs(body, blobs, &n_blobs, 0)))
+        imp_fail(im, rc, "too many blob references");
+    if (rc) {
+        imp_drop(im, 0);
+        im->poisoned = 1;
+        im->stats->rejected++;
+        return 0; /* keep reading: other origins may be fine */
+    }
+
+    /* 7. write inside the run's transaction; commit at a valid checkpoint */
+    if ((rc = imp_begin(im)))
+        return rc;
+    memcpy(r.id, id, 32);
+    memcpy(r.origin, origin, 32);
+    r.seq = s;
+    r.has_prev = has_prev;
+    memcpy(r.prev, prev, 32);
+    r.has_task = task_of(k, id, body, r.task);
+    r.kind = k;
+    r.target = target->valuestring;
+    r.canon = canon->p;
+    r.canon_len = canon->len;
+    r.parents = (const uint8_t(*)[32])parents;
+    r.n_parents = n_parents;
+    r.blobs = (const uint8_t(*)[32])blobs;
+    r.n_blobs = n_blobs;
+    rc = store_rec_put(im->g->st, &r);
+    if (rc < 0) {
+        imp_fail(im, rc == STORE_ERR_NOTFOUND ? KOPE_ERR_BLOB : rc, "cannot store record: %s",
+                 store_errmsg(im->g->st));
+        imp_drop(im, 0);
+        im->poisoned = 1;
+        im->stats->rejected++;
+        return rc == STORE_ERR_FULL || rc == STORE_ERR_BUSY || rc == STORE_ERR_READONLY ? rc : 0;
+    }
+    im->pending++;
+    if (strcmp(k, "checkpoint") == 0) {
+        if ((rc = store_origin_set_ckpt(im->g->st, origin, s)) || (rc = store_commit(im->g->st))) {
+            imp_fail(im, rc, "commit failed: %s", store_errmsg(im->g->st));
+            imp_drop(im, 1);
+            return rc;
+        }
+        im->in_tx = 0;
+        im->stats->accepted += im->pending;
+        im->pending = 0;
+    }
+    return 0;
+}
+
+/* Read one line of at most max bytes into b; longer lines are skipped whole
+ * and reported as KOPE_ERR_TOOBIG. Returns 1 at EOF. */
+static int read_line(FILE *in, struct buf *b)
+{
+    char chunk[65536];
+    buf_reset(b);
+    int any = 0, toobig = 0;
+    while (fgets(chunk, sizeof chunk, in)) {
+        any = 1;
+        size_t n = strlen(chunk);
+        int eol = n && chunk[n - 1] == '\n';
+        if (!toobig && buf_add(b, chunk, n - (size_t)eol))
+            toobig = 1;
+        if (eol)
+            break;
+    }
+    if (!any)
+        return 1;
+    return toobig ? KOPE_ERR_TOOBIG : 0;
+}
+
+int graph_import(struct graph *g, FILE *in, struct graph_import_stats *stats)
+{
+    int rc = 0;
+    struct importer im;
+    struct buf line, canon;
+    memset(&im, 0, sizeof im);
+    memset(stats, 0, sizeof *stats);
+    im.g = g;
+    im.stats = stats;
+    buf_init(&line, GRAPH_BLOB_MAX * 7 + 1024); /* worst-case escaped blob line */
+    buf_init(&canon, GRAPH_RECORD_MAX);
+    if (g->in_tx) {
+        rc = KOPE_ERR_INTERNAL;
+        goto out;
+    }
+    for (;;) {
+        int lr = read_line(in, &line);
+        if (lr == 1)
+            break;
+        im.line_no++;
+        if (lr) {
+            imp_fail(&im, lr, "line longer than the limit");
+            stats->rejected++;
+            continue;
+        }
+        if (line.len == 0)
+            continue;
+        cJSON *j = cJSON_ParseWithLength(line.p, line.len);
+        if (!cJSON_IsObject(j)) {
+            cJSON_Delete(j);
+            imp_fail(&im, KOPE_ERR_PARSE, "not a JSON object");
+            stats->rejected++;
+            continue;
+        }
+        if (im.line_no == 1) {
+            const cJSON *f = cJSON_GetObjectItemCaseSensitive(j, "format");
+            int ok = cJSON_IsString(f) && strcmp(f->valuestring, "kope-graph") == 0;
+            cJSON_Delete(j);
+            if (!ok) {
+                rc = imp_fail(&im, KOPE_ERR_PARSE, "not a kope graph shard (first line must be {\"format\":\"kope-graph\",...})");
+                goto out;
+            }
+            continue;
+        }
+        int r2 = cJSON_GetObjectItemCaseSensitive(j, "blob") ? imp_blob(&im, j) : imp_record(&im, j, &canon);
+        cJSON_Delete(j);
+        if (r2 == STORE_ERR_FULL || r2 == STORE_ERR_BUSY || r2 == STORE_ERR_READONLY || r2 == KOPE_ERR_NOMEM) {
+            rc = r2; /* the store cannot take more: stop, keep what was committed */
+            goto out;
+        }
+    }
+    if (ferror(in))
+        imp_fail(&im, KOPE_ERR_IO, "read error");
+    imp_end_origin(&im);
+    rc = im.first_rc;
+out:
+    imp_drop(&im, 1);
+    if (!rc)
+        rc = im.first_rc;
+    if (g->key)
+        load_own_head(g);
+    buf_free(&line);
+    buf_free(&canon);
+    return rc;
+}

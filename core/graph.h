@@ -1,0 +1,163 @@
+/*
+ * core/graph.h - the experience graph: immutable, content-addressed,
+ * hash-chained, signed records (DESIGN.md "Experience records").
+ *
+ * A record's canonical JSON (core/canon.h) is
+ *   {"body":{..},"kind":K,"origin":HEX,"parents":[HEX..],"prev":HEX|null,
+ *    "seq":N,"target":T,"v":1}
+ * and its id is the SHA-256 of those bytes. Each device (origin = SHA-256 of
+ * its DER public key) numbers its records 1, 2, 3 ... with no gaps; record 1
+ * is its identity (the public key), and each record's prev is the id of the
+ * one before it. A checkpoint record carries an ECDSA P-256 signature over
+ * its prev (the chain head it covers): one signature check authenticates the
+ * whole run before it.
+ *
+ * Texts (kernel sources, compiler output) are blobs: stored once, keyed by
+ * their SHA-256, and referenced from a body as the string "sha256:HEX".
+ *
+ * Ownership: struct graph borrows the store; graph_init cannot fail,
+ * graph_free accepts an initialised struct. Bodies passed in are borrowed.
+ */
+#ifndef KOPE_GRAPH_H
+#define KOPE_GRAPH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/buf.h"
+
+#define GRAPH_FORMAT_VERSION 1
+#define GRAPH_ID_HEX 65             /* 64 hex + NUL */
+#ifndef GRAPH_CKPT_EVERY
+#define GRAPH_CKPT_EVERY 1024       /* own records between automatic checkpoints */
+#endif
+#ifndef GRAPH_RECORD_MAX
+#define GRAPH_RECORD_MAX (256 * 1024) /* canonical bytes of one record */
+#endif
+#ifndef GRAPH_BLOB_MAX
+#define GRAPH_BLOB_MAX (8 * 1024 * 1024)
+#endif
+
+struct store;
+struct net_key;
+struct cJSON;
+
+struct graph {
+    struct store *st;
+    struct net_key *key;  /* NULL until an identity is loaded */
+    uint8_t origin[32];
+    int64_t seq;          /* our chain head */
+    uint8_t head[32];
+    int64_t ckpt_seq;     /* highest seq of ours covered by a checkpoint */
+    int in_tx;
+    struct buf canon;     /* scratch for canonical forms */
+    char err[256];        /* last error message (sticky until the next one) */
+};
+
+void graph_init(struct graph *g, struct store *st);
+void graph_free(struct graph *g);
+
+/* Create this device's key pair (PEM, mode 0600 at key_path; refuses to
+ * overwrite) and its identity record (seq 1, signed checkpoint seq 2).
+ * Returns KOPE_ERR_EXISTS if the store already has an identity. */
+int graph_identity_create(struct graph *g, const char *key_path, const char *target);
+/* Load the identity of this store from key_path (checks the key matches the
+ * store's device id). KOPE_ERR_NOINIT when the store has none. */
+int graph_identity_load(struct graph *g, const char *key_path);
+
+/* Group appends in one transaction (much faster; all-or-nothing). commit
+ * adds a checkpoint first when GRAPH_CKPT_EVERY records are uncovered. */
+int graph_begin(struct graph *g);
+int graph_commit(struct graph *g);
+void graph_rollback(struct graph *g);
+
+/* Store a text blob; its reference "sha256:HEX" goes to ref (72 bytes).
+ * Invalid UTF-8 bytes are replaced by '?' first (blobs are JSON strings on
+ * the wire); a text over GRAPH_BLOB_MAX is KOPE_ERR_TOOBIG. */
+#define GRAPH_BLOB_REF 72
+int graph_blob_put(struct graph *g, const char *text, size_t len, char ref[GRAPH_BLOB_REF]);
+/* The text of a blob reference ("sha256:HEX" or bare HEX). *out heap, caller frees. */
+int graph_blob_get(struct graph *g, const char *ref, char **out, size_t *len);
+
+/* Append one of our records. parents: ids (binary); body borrowed (must be
+ * an object). For decision/outcome/insight the body's "task" member (hex id)
+ * files the record under that task. out_id may be NULL. */
+int graph_append(struct graph *g, const char *kind, const char *target,
+                 const uint8_t (*parents)[32], size_t n_parents,
+                 const struct cJSON *body, uint8_t out_id[32]);
+
+/* Convenience wrappers that fill the conventional body members. */
+int graph_task_add(struct graph *g, const char *target, const struct cJSON *spec, uint8_t out_id[32]);
+/* parent: the decision this one refines, or NULL for a first decision of the task. */
+int graph_decision_add(struct graph *g, const uint8_t task[32], const uint8_t *parent,
+                       const char *target, const struct cJSON *body, uint8_t out_id[32]);
+int graph_outcome_add(struct graph *g, const uint8_t task[32], const uint8_t decision[32],
+                      const char *target, const struct cJSON *body, uint8_t out_id[32]);
+int graph_insight_add(struct graph *g, const uint8_t task[32], const uint8_t (*outcomes)[32],
+                      size_t n, const char *target, const struct cJSON *body, uint8_t out_id[32]);
+/* Sign our current head now (no-op if already covered). */
+int graph_checkpoint(struct graph *g);
+
+/* A record read back: parsed canonical JSON plus columns. */
+struct graph_rec {
+    uint8_t id[32];
+    char id_hex[GRAPH_ID_HEX];
+    int64_t seq;
+    char kind[16];
+    char target[32];
+    struct cJSON *json; /* the whole record (without id), owned */
+};
+void graph_rec_free(struct graph_rec *r);
+/* Fetch by id, or by a unique hex prefix of at least 8 characters. */
+int graph_get(struct graph *g, const char *id_or_prefix, struct graph_rec *out);
+/* Find a task record by hex id/prefix or by the "name" in its spec. */
+int graph_task_find(struct graph *g, const char *name_or_id, uint8_t task[32]);
+
+/* The decision tree of a task, for printing. Nodes are decisions in
+ * insertion order; each knows its parent decision (-1 = root) and its outcome. */
+struct graph_node {
+    struct graph_rec dec;
+    int parent;           /* index into nodes, -1 for a root decision */
+    int has_outcome;
+    struct graph_rec out; /* valid when has_outcome */
+};
+struct graph_tree {
+    struct graph_rec task;
+    struct graph_node *nodes;
+    size_t n;
+};
+int graph_tree_load(struct graph *g, const uint8_t task[32], struct graph_tree *t);
+void graph_tree_free(struct graph_tree *t);
+/* Index of the node whose passing outcome has the highest "speedup", or -1. */
+int graph_tree_best(const struct graph_tree *t);
+/* Print as an indented tree / as Graphviz DOT. */
+void graph_tree_print(const struct graph_tree *t, FILE *f);
+void graph_tree_dot(const struct graph_tree *t, FILE *f);
+
+/* --- export / import: JSON Lines shards ---------------------------------- *
+ * Line 1: {"format":"kope-graph","v":1}. Then per origin, in origin order:
+ * the blobs its exported records reference ({"blob":HEX,"text":..}), then
+ * its records in seq order (canonical JSON with "id" added), ending with a
+ * checkpoint. since: JSON object {origin-hex: seq} (records with a larger
+ * seq are exported), or NULL for everything. */
+int graph_export(struct graph *g, const char *since_json, FILE *out, int64_t *n_records);
+
+struct graph_import_stats {
+    int64_t accepted;     /* new records stored */
+    int64_t duplicates;   /* already present (a no-op) */
+    int64_t rejected;     /* failed a check, or not covered by a checkpoint */
+    int64_t blobs;
+    char first_error[256];
+};
+/* Read a shard; every record is checked (hash, chain, identity, checkpoint
+ * signature) and a run of records is committed only when a valid checkpoint
+ * of its origin covers it, in one transaction per covered run. Returns 0 if
+ * nothing was rejected, KOPE_ERR_* (the first failure) otherwise; stats say
+ * what was kept. */
+int graph_import(struct graph *g, FILE *in, struct graph_import_stats *stats);
+
+/* Version vector {origin-hex: head seq} as JSON text (heap, caller frees). */
+int graph_vector(struct graph *g, char **json);
+
+#endif

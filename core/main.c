@@ -1,0 +1,141 @@
+/*
+ * core/main.c - kope's entry point: global options, then one command.
+ *
+ * The command table below is the whole CLI surface; each entry names the
+ * function in core/cli_*.c that implements it and a one-line summary for
+ * `kope help`. Exit codes: 0 ok, 1 failure, 2 usage.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cli.h"
+#include "core/config.h"
+#include "core/version.h"
+#include "store/store.h"
+
+struct command {
+    const char *name;
+    int (*fn)(struct cli *c, int argc, char **argv);
+    const char *summary;
+};
+
+static int cmd_help(struct cli *c, int argc, char **argv);
+static int cmd_version(struct cli *c, int argc, char **argv);
+
+static const struct command commands[] = {
+    {"init", cli_init, "create the store and this device's identity key"},
+    {"graph", cli_graph, "inspect, export and import the experience graph"},
+    {"version", cmd_version, "print version and build information"},
+    {"help", cmd_help, "show this help, or `kope help COMMAND`"},
+};
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: kope [--db PATH] [--config FILE] COMMAND [ARGS]\n"
+            "\n"
+            "kope optimizes compute kernels on the machine it runs on and keeps\n"
+            "what it learns in an experience graph (a local SQLite file).\n"
+            "\n"
+            "global options (before the command):\n"
+            "  --db PATH       store file (default $KOPE_DB, else ./kope.db)\n"
+            "  --config FILE   JSON config (default $KOPE_CONFIG, else ./kope.json if present)\n"
+            "  --version       print the version and exit\n"
+            "  -h, --help      this help\n"
+            "\n"
+            "commands:\n");
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\nRun `kope COMMAND --help` for a command's options.\n"
+               "Exit codes: 0 ok, 1 failure, 2 usage error.\n");
+}
+
+static const struct command *find_command(const char *name)
+{
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+static int cmd_help(struct cli *c, int argc, char **argv)
+{
+    (void)c;
+    if (argc > 1) {
+        const struct command *cmd = find_command(argv[1]);
+        if (!cmd) {
+            fprintf(stderr, "kope: no command '%s' (see `kope help`)\n", argv[1]);
+            return CLI_USAGE;
+        }
+        char *hargv[] = {argv[1], "--help", NULL};
+        return cmd->fn(c, 2, hargv);
+    }
+    usage(stdout);
+    return CLI_OK;
+}
+
+static int cmd_version(struct cli *c, int argc, char **argv)
+{
+    (void)c;
+    if (cli_wants_help(argc, argv)) {
+        printf("usage: kope version\nPrints kope's version, target architecture and library versions.\n");
+        return CLI_OK;
+    }
+    printf("kope %s (%s)\n", KOPE_VERSION, KOPE_ARCH);
+    printf("sqlite %s\n", store_sqlite_version());
+    return CLI_OK;
+}
+
+int main(int argc, char **argv)
+{
+    struct cli c;
+    memset(&c, 0, sizeof c);
+    c.prog = "kope";
+    c.db_path = getenv("KOPE_DB");
+    c.config_path = getenv("KOPE_CONFIG");
+
+    int i = 1;
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--db") == 0 || strcmp(a, "--config") == 0) {
+            if (i + 1 >= argc || argv[i + 1][0] == '\0') {
+                fprintf(stderr, "kope: %s needs a value\n", a);
+                return CLI_USAGE;
+            }
+            if (a[2] == 'd')
+                c.db_path = argv[++i];
+            else
+                c.config_path = argv[++i];
+        } else if (strncmp(a, "--db=", 5) == 0) {
+            c.db_path = a + 5;
+        } else if (strncmp(a, "--config=", 9) == 0) {
+            c.config_path = a + 9;
+        } else if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) {
+            printf("kope %s (%s)\n", KOPE_VERSION, KOPE_ARCH);
+            return CLI_OK;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return CLI_OK;
+        } else {
+            fprintf(stderr, "kope: unknown option '%s' (global options go before the command; see `kope --help`)\n", a);
+            return CLI_USAGE;
+        }
+    }
+    if (!c.db_path || !*c.db_path)
+        c.db_path = "kope.db";
+    if (i >= argc) {
+        usage(stderr);
+        return CLI_USAGE;
+    }
+    const struct command *cmd = find_command(argv[i]);
+    if (!cmd) {
+        fprintf(stderr, "kope: unknown command '%s' (see `kope help`)\n", argv[i]);
+        return CLI_USAGE;
+    }
+    int rc = cmd->fn(&c, argc - i, argv + i);
+    store_close(c.st);
+    kope_config_free(c.cfg);
+    return rc;
+}

@@ -1,0 +1,738 @@
+/*
+ * store/store.c - the SQLite store. See store.h for the contract.
+ *
+ * Layout of this file: open and pragmas, migrations, the statement cache,
+ * then one section per table group. Every statement is prepared once per
+ * handle (stmt()) and reset after use; no SQL text is ever built from data.
+ *
+ * Durability: WAL journal with synchronous=FULL, so a committed transaction
+ * survives a power cut and an interrupted one leaves no trace (SQLite's
+ * atomic commit). foreign_keys=ON so links cannot dangle.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "store/store.h"
+
+/* --------------------------------------------------------------- statements */
+
+enum stmt_id {
+    S_BEGIN, S_COMMIT, S_ROLLBACK,
+    S_REC_GET_ID_ONLY, S_REC_INS, S_PAR_INS, S_RB_INS, S_ORIGIN_UPSERT, S_KIND_INC,
+    S_Q_ID, S_Q_RANGE, S_Q_TASK, S_Q_CHILDREN, S_Q_ORIGIN, S_Q_KIND, S_PARENTS,
+    S_ORIGIN_GET, S_ORIGIN_EACH, S_ORIGIN_CKPT,
+    S_BLOB_INS, S_BLOB_GET, S_BLOB_HAS, S_BLOB_BID, S_BLOB_FOR,
+    S_META_GET, S_META_SET,
+    S_N
+};
+
+#define REC_COLS "r.id, r.origin, r.seq, r.prev, r.kind, r.target, r.task, r.canon"
+
+static const char *const stmt_sql[S_N] = {
+    [S_BEGIN] = "BEGIN IMMEDIATE",
+    [S_COMMIT] = "COMMIT",
+    [S_ROLLBACK] = "ROLLBACK",
+    [S_REC_GET_ID_ONLY] = "SELECT rid, id FROM records WHERE origin = ?1 AND seq = ?2",
+    [S_REC_INS] = "INSERT INTO records(id, origin, seq, prev, kind, target, task, canon) "
+                  "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    [S_PAR_INS] = "INSERT OR IGNORE INTO parents(rid, parent) VALUES(?1, ?2)",
+    [S_RB_INS] = "INSERT OR IGNORE INTO record_blobs(rid, bid) VALUES(?1, ?2)",
+    [S_ORIGIN_UPSERT] = "INSERT INTO origins(origin, head_seq, head_id) VALUES(?1, ?2, ?3) "
+                        "ON CONFLICT(origin) DO UPDATE SET head_seq = excluded.head_seq, "
+                        "head_id = excluded.head_id WHERE excluded.head_seq > head_seq",
+    [S_KIND_INC] = "INSERT INTO kind_counts(kind, n) VALUES(?1, 1) "
+                   "ON CONFLICT(kind) DO UPDATE SET n = n + 1",
+    [S_Q_ID] = "SELECT " REC_COLS " FROM records r WHERE r.id = ?1",
+    [S_Q_RANGE] = "SELECT " REC_COLS " FROM records r WHERE r.id BETWEEN ?1 AND ?2 "
+                   "ORDER BY r.id LIMIT 2",
+    [S_Q_TASK] = "SELECT " REC_COLS " FROM records r WHERE r.task = ?1 ORDER BY r.rid",
+    [S_Q_CHILDREN] = "SELECT " REC_COLS " FROM parents p JOIN records r ON r.rid = p.rid "
+                     "WHERE p.parent = ?1 ORDER BY r.rid",
+    [S_Q_ORIGIN] = "SELECT " REC_COLS " FROM records r WHERE r.origin = ?1 AND r.seq > ?2 "
+                   "ORDER BY r.seq",
+    [S_Q_KIND] = "SELECT " REC_COLS " FROM records r WHERE r.kind = ?3 ORDER BY r.rid",
+    [S_PARENTS] = "SELECT p.parent FROM parents p JOIN records r ON r.rid = p.rid "
+                  "WHERE r.id = ?1 ORDER BY p.parent",
+    [S_ORIGIN_GET] = "SELECT origin, head_seq, head_id, ckpt_seq FROM origins WHERE origin = ?1",
+    [S_ORIGIN_EACH] = "SELECT origin, head_seq, head_id, ckpt_seq FROM origins ORDER BY origin",
+    [S_ORIGIN_CKPT] = "UPDATE origins SET ckpt_seq = ?2 WHERE origin = ?1 AND ckpt_seq < ?2",
+    [S_BLOB_INS] = "INSERT OR IGNORE INTO blobs(hash, size, data) VALUES(?1, ?2, ?3)",
+    [S_BLOB_GET] = "SELECT data FROM blobs WHERE hash = ?1",
+    [S_BLOB_HAS] = "SELECT 1 FROM blobs WHERE hash = ?1",
+    [S_BLOB_BID] = "SELECT bid FROM blobs WHERE hash = ?1",
+    [S_BLOB_FOR] = "SELECT DISTINCT b.hash, b.data FROM records r "
+                   "JOIN record_blobs rb ON rb.rid = r.rid JOIN blobs b ON b.bid = rb.bid "
+                   "WHERE r.origin = ?1 AND r.seq > ?2",
+    [S_META_GET] = "SELECT value FROM meta WHERE key = ?1",
+    [S_META_SET] = "INSERT INTO meta(key, value) VALUES(?1, ?2) "
+                   "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+};
+
+struct store {
+    sqlite3 *db;
+    sqlite3_stmt *stmts[S_N];
+    char errmsg[256];
+};
+
+/* Map an SQLite result to a store code, keeping the message (sticky until
+ * the next error). */
+static int fail(struct store *st, int sqlrc)
+{
+    snprintf(st->errmsg, sizeof st->errmsg, "%s", sqlite3_errmsg(st->db));
+    switch (sqlrc & 0xff) {
+    case SQLITE_FULL: return STORE_ERR_FULL;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED: return STORE_ERR_BUSY;
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB: return STORE_ERR_CORRUPT;
+    case SQLITE_READONLY:
+    case SQLITE_CANTOPEN:
+    case SQLITE_PERM: return STORE_ERR_READONLY;
+    case SQLITE_IOERR:
+        return (sqlrc == SQLITE_IOERR_WRITE || sqlrc == SQLITE_IOERR_FSYNC) && errno == ENOSPC
+                   ? STORE_ERR_FULL : STORE_ERR_SQL;
+    default: return STORE_ERR_SQL;
+    }
+}
+
+static sqlite3_stmt *stmt(struct store *st, enum stmt_id id)
+{
+    if (!st->stmts[id]) {
+        int rc = sqlite3_prepare_v3(st->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
+                                    &st->stmts[id], NULL);
+        if (rc != SQLITE_OK) {
+            fail(st, rc);
+            return NULL;
+        }
+    }
+    return st->stmts[id];
+}
+
+/* Step a statement that returns no rows, then reset it. */
+static int step_done(struct store *st, sqlite3_stmt *s)
+{
+    int rc = sqlite3_step(s);
+    int out = rc == SQLITE_DONE ? 0 : fail(st, rc);
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return out;
+}
+
+static int exec_sql(struct store *st, const char *sql)
+{
+    char *msg = NULL;
+    int rc = sqlite3_exec(st->db, sql, NULL, NULL, &msg);
+    if (rc != SQLITE_OK) {
+        int code = fail(st, rc);
+        if (msg)
+            snprintf(st->errmsg, sizeof st->errmsg, "%s", msg);
+        sqlite3_free(msg);
+        return code;
+    }
+    return 0;
+}
+
+/* --------------------------------------------------------------- migrations */
+
+/* Each entry moves the schema from version i to i+1, inside one transaction.
+ * Never edit a shipped entry: add a new one. */
+static const char *const migrations[] = {
+    /* 0 -> 1: the first schema */
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;"
+    "CREATE TABLE blobs(bid INTEGER PRIMARY KEY, hash BLOB NOT NULL UNIQUE,"
+    "  size INTEGER NOT NULL, data BLOB NOT NULL);"
+    "CREATE TABLE origins(origin BLOB PRIMARY KEY, head_seq INTEGER NOT NULL,"
+    "  head_id BLOB NOT NULL, ckpt_seq INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;"
+    "CREATE TABLE records(rid INTEGER PRIMARY KEY, id BLOB NOT NULL UNIQUE,"
+    "  origin BLOB NOT NULL REFERENCES origins(origin), seq INTEGER NOT NULL CHECK(seq >= 1),"
+    "  prev BLOB, kind TEXT NOT NULL, target TEXT NOT NULL, task BLOB, canon TEXT NOT NULL,"
+    "  UNIQUE(origin, seq));"
+    "CREATE INDEX records_task ON records(task) WHERE task IS NOT NULL;"
+    "CREATE INDEX records_kind ON records(kind);"
+    "CREATE TABLE parents(rid INTEGER NOT NULL REFERENCES records(rid), parent BLOB NOT NULL,"
+    "  PRIMARY KEY(rid, parent)) WITHOUT ROWID;"
+    "CREATE INDEX parents_parent ON parents(parent);"
+    "CREATE TABLE record_blobs(rid INTEGER NOT NULL REFERENCES records(rid),"
+    "  bid INTEGER NOT NULL REFERENCES blobs(bid), PRIMARY KEY(rid, bid)) WITHOUT ROWID;"
+    "CREATE TABLE llm_queue(qid INTEGER PRIMARY KEY, created INTEGER NOT NULL,"
+    "  state TEXT NOT NULL CHECK(state IN ('pending','sent','done','failed')),"
+    "  task BLOB, parent BLOB, prompt_blob BLOB, reply_blob BLOB,"
+    "  tries INTEGER NOT NULL DEFAULT 0, next_try INTEGER NOT NULL DEFAULT 0, error TEXT);"
+    "CREATE TABLE run_state(run INTEGER PRIMARY KEY, created INTEGER NOT NULL,"
+    "  suite TEXT NOT NULL, state TEXT NOT NULL, cursor TEXT NOT NULL DEFAULT '{}');",
+    /* 1 -> 2: per-kind counters so `graph stats` is O(1) on a large graph;
+     * backfilled from the records already stored. */
+    "CREATE TABLE kind_counts(kind TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;"
+    "INSERT INTO kind_counts(kind, n) SELECT kind, count(*) FROM records GROUP BY kind;",
+};
+_Static_assert(sizeof migrations / sizeof migrations[0] == STORE_SCHEMA_VERSION,
+               "one migration per schema version");
+
+static int user_version(struct store *st, int *v)
+{
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &s, NULL);
+    if (rc != SQLITE_OK)
+        return fail(st, rc);
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        *v = sqlite3_column_int(s, 0);
+        rc = 0;
+    } else {
+        rc = fail(st, rc);
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
+static int migrate(struct store *st, int target)
+{
+    int v = 0, rc = user_version(st, &v);
+    if (rc)
+        return rc;
+    if (v > STORE_SCHEMA_VERSION) {
+        snprintf(st->errmsg, sizeof st->errmsg,
+                 "schema version %d is newer than this kope understands (%d): upgrade kope",
+                 v, STORE_SCHEMA_VERSION);
+        return STORE_ERR_VERSION;
+    }
+    for (; v < target; v++) {
+        char pragma[48];
+        if ((rc = exec_sql(st, "BEGIN IMMEDIATE")))
+            return rc;
+        snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", v + 1);
+        if ((rc = exec_sql(st, migrations[v])) || (rc = exec_sql(st, pragma))) {
+            sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+            return rc;
+        }
+        if ((rc = exec_sql(st, "COMMIT")))
+            return rc;
+    }
+    return 0;
+}
+
+/* --------------------------------------------------------------- open/close */
+
+int store_open_at(const char *path, int version, struct store **out, char *err, size_t err_len)
+{
+    int rc = STORE_ERR_OPEN;
+    struct store *st = calloc(1, sizeof *st);
+    *out = NULL;
+    if (!st) {
+        snprintf(err, err_len, "out of memory");
+        return STORE_ERR_OPEN;
+    }
+    int src = sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                                 SQLITE_OPEN_NOMUTEX, NULL);
+    if (src != SQLITE_OK) {
+        snprintf(err, err_len, "%s: cannot open: %s", path,
+                 st->db ? sqlite3_errmsg(st->db) : "out of memory");
+        goto out;
+    }
+    sqlite3_extended_result_codes(st->db, 1);
+    sqlite3_busy_timeout(st->db, 5000);
+    /* journal_mode returns a row; the others do not. A file that is not a
+     * database fails here with SQLITE_NOTADB. */
+    if ((rc = exec_sql(st, "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;"
+                           "PRAGMA foreign_keys = ON; PRAGMA trusted_schema = OFF;"))) {
+        snprintf(err, err_len, "%s: not a usable kope store: %s", path, st->errmsg);
+        goto out;
+    }
+    if (version >= 0 && (rc = migrate(st, version))) {
+        snprintf(err, err_len, "%s: %s", path, st->errmsg);
+        goto out;
+    }
+    *out = st;
+    st = NULL;
+    rc = 0;
+out:
+    store_close(st);
+    return rc;
+}
+
+int store_open(const char *path, struct store **out, char *err, size_t err_len)
+{
+    return store_open_at(path, STORE_SCHEMA_VERSION, out, err, err_len);
+}
+
+void store_close(struct store *st)
+{
+    if (!st)
+        return;
+    for (int i = 0; i < S_N; i++)
+        sqlite3_finalize(st->stmts[i]);
+    sqlite3_close(st->db);
+    free(st);
+}
+
+const char *store_errmsg(const struct store *st)
+{
+    return st && st->errmsg[0] ? st->errmsg : "no error";
+}
+
+const char *store_strerror(int code)
+{
+    switch (code) {
+    case STORE_ERR_OPEN: return "store: cannot open the file";
+    case STORE_ERR_SQL: return "store: SQLite error";
+    case STORE_ERR_FULL: return "store: disk full (free space and retry; nothing partial was written)";
+    case STORE_ERR_BUSY: return "store: locked by another kope process";
+    case STORE_ERR_CONFLICT: return "store: a different record already holds this (origin, seq)";
+    case STORE_ERR_NOTFOUND: return "store: not found";
+    case STORE_ERR_VERSION: return "store: made by a newer kope";
+    case STORE_ERR_CORRUPT: return "store: file is corrupt";
+    case STORE_ERR_READONLY: return "store: file is read-only";
+    default: return "store: unknown error";
+    }
+}
+
+const char *store_sqlite_version(void)
+{
+    return sqlite3_libversion();
+}
+
+int store_schema_version(struct store *st)
+{
+    int v = -1;
+    return user_version(st, &v) ? -1 : v;
+}
+
+/* --------------------------------------------------------------- transactions */
+
+int store_begin(struct store *st)
+{
+    sqlite3_stmt *s = stmt(st, S_BEGIN);
+    return s ? step_done(st, s) : STORE_ERR_SQL;
+}
+
+int store_commit(struct store *st)
+{
+    sqlite3_stmt *s = stmt(st, S_COMMIT);
+    return s ? step_done(st, s) : STORE_ERR_SQL;
+}
+
+void store_rollback(struct store *st)
+{
+    if (sqlite3_get_autocommit(st->db))
+        return; /* SQLite already rolled back (e.g. after SQLITE_FULL) */
+    sqlite3_stmt *s = stmt(st, S_ROLLBACK);
+    if (s)
+        step_done(st, s);
+}
+
+/* --------------------------------------------------------------- records */
+
+static int blob_bid(struct store *st, const uint8_t hash[32], sqlite3_int64 *bid)
+{
+    sqlite3_stmt *s = stmt(st, S_BLOB_BID);
+    if (!s)
+        return STORE_ERR_SQL;
+    sqlite3_bind_blob(s, 1, hash, 32, SQLITE_STATIC);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        *bid = sqlite3_column_int64(s, 0);
+        rc = 0;
+    } else if (rc == SQLITE_DONE) {
+        snprintf(st->errmsg, sizeof st->errmsg, "a record references a blob that is not stored");
+        rc = STORE_ERR_NOTFOUND;
+    } else {
+        rc = fail(st, rc);
+    }
+    sqlite3_reset(s);
+    return rc;
+}
+
+int store_rec_put(struct store *st, const struct store_rec *r)
+{
+    int rc;
+    sqlite3_stmt *s = stmt(st, S_REC_GET_ID_ONLY);
+    if (!s)
+        return STORE_ERR_SQL;
+    /* Already there? Same id: a no-op. Another id at this (origin, seq): a fork. */
+    sqlite3_bind_blob(s, 1, r->origin, 32, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, r->seq);
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        int same = sqlite3_column_bytes(s, 1) == 32 && memcmp(sqlite3_column_blob(s, 1), r->id, 32) == 0;
+        sqlite3_reset(s);
+        if (same)
+            return 1;
+        snprintf(st->errmsg, sizeof st->errmsg, "origin already has a different record at seq %lld",
+                 (long long)r->seq);
+        return STORE_ERR_CONFLICT;
+    }
+    sqlite3_reset(s);
+    if (rc != SQLITE_DONE)
+        return fail(st, rc);
+
+    /* The origin row first: records reference it. */
+    if (!(s = stmt(st, S_ORIGIN_UPSERT)))
+        return STORE_ERR_SQL;
+    sqlite3_bind_blob(s, 1, r->origin, 32, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, r->seq);
+    sqlite3_bind_blob(s, 3, r->id, 32, SQLITE_STATIC);
+    if ((rc = step_done(st, s)))
+        return rc;
+
+    if (!(s = stmt(st, S_REC_INS)))
+        return STORE_ERR_SQL;
+    sqlite3_bind_blob(s, 1, r->id, 32, SQLITE_STATIC);
+    sqlite3_bind_blob(s, 2, r->origin, 32, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 3, r->seq);
+    if (r->has_prev)
+        sqlite3_bind_blob(s, 4, r->prev, 32, SQLITE_STATIC);
+    sqlite3_bind_text(s, 5, r->kind, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 6, r->target, -1, SQLITE_STATIC);
+    if (r->has_task)
+        sqlite3_bind_blob(s, 7, r->task, 32, SQLITE_STATIC);
+    sqlite3_bind_text(s, 8, r->canon, (int)r->canon_len, SQLITE_STATIC);
+    if ((rc = step_done(st, s)))
+        return rc;
+    sqlite3_int64 rid = sqlite3_last_insert_rowid(st->db);
+
+    for (size_t i = 0; i < r->n_parents; i++) {
+        if (!(s = stmt(st, S_PAR_INS)))
+            return STORE_ERR_SQL;
+        sqlite3_bind_int64(s, 1, rid);
+        sqlite3_bind_blob(s, 2, r->parents[i], 32, SQLITE_STATIC);
+        if ((rc = step_done(st, s)))
+            return rc;
+    }
+    for (size_t i = 0; i < r->n_blobs; i++) {
+        sqlite3_int64 bid = 0;
+        if ((rc = blob_bid(st, r->blobs[i], &bid)))
+            return rc;
+        if (!(s = stmt(st, S_RB_INS)))
+            return STORE_ERR_SQL;
+        sqlite3_bind_int64(s, 1, rid);
+        sqlite3_bind_int64(s, 2, bid);
+        if ((rc = step_done(st, s)))
+            return rc;
+    }
+    if (!(s = stmt(st, S_KIND_INC)))
+        return STORE_ERR_SQL;
+    sqlite3_bind_text(s, 1, r->kind, -1, SQLITE_STATIC);
+    return step_done(st, s);
+}
+
+static void copy32(sqlite3_stmt *s, int col, uint8_t out[32], int *has)
+{
+    const void *p = sqlite3_column_blob(s, col);
+    int ok = p && sqlite3_column_bytes(s, col) == 32;
+    if (ok)
+        memcpy(out, p, 32);
+    else
+        memset(out, 0, 32);
+    if (has)
+        *has = ok;
+}
+
+/* Walk the rows of a prepared record query (columns REC_COLS), then reset it. */
+static int rec_rows(struct store *st, sqlite3_stmt *s, int need_row, store_rec_cb *cb, void *ctx)
+{
+    int rc, rows = 0, out = 0;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        struct store_rec r;
+        memset(&r, 0, sizeof r);
+        copy32(s, 0, r.id, NULL);
+        copy32(s, 1, r.origin, NULL);
+        r.seq = sqlite3_column_int64(s, 2);
+        copy32(s, 3, r.prev, &r.has_prev);
+        r.kind = (const char *)sqlite3_column_text(s, 4);
+        r.target = (const char *)sqlite3_column_text(s, 5);
+        copy32(s, 6, r.task, &r.has_task);
+        r.canon = (const char *)sqlite3_column_text(s, 7);
+        r.canon_len = (size_t)sqlite3_column_bytes(s, 7);
+        rows++;
+        if ((out = cb(ctx, &r)) != 0)
+            break;
+    }
+    if (!out && rc != SQLITE_DONE && rc != SQLITE_ROW)
+        out = fail(st, rc);
+    if (!out && need_row && rows == 0)
+        out = STORE_ERR_NOTFOUND;
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return out;
+}
+
+int store_rec_query(struct store *st, enum store_rec_query q, const uint8_t key[32],
+                    int64_t n, const char *kind, store_rec_cb *cb, void *ctx)
+{
+    static const enum stmt_id map[] = {
+        [STORE_Q_ID] = S_Q_ID, [STORE_Q_TASK] = S_Q_TASK, [STORE_Q_CHILDREN] = S_Q_CHILDREN,
+        [STORE_Q_ORIGIN] = S_Q_ORIGIN, [STORE_Q_KIND] = S_Q_KIND,
+    };
+    sqlite3_stmt *s = stmt(st, map[q]);
+    if (!s)
+        return STORE_ERR_SQL;
+    if (q == STORE_Q_KIND)
+        sqlite3_bind_text(s, 3, kind, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_blob(s, 1, key, 32, SQLITE_STATIC);
+    if (q == STORE_Q_ORIGIN)
+        sqlite3_bind_int64(s, 2, n);
+    return rec_rows(st, s, q == STORE_Q_ID, cb, ctx);
+}
+
+int store_rec_range(struct store *st, const uint8_t lo[32], const uint8_t hi[32],
+                    store_rec_cb *cb, void *ctx)
+{
+    sqlite3_stmt *s = stmt(st, S_Q_RANGE);
+    if (!s)
+        return STORE_ERR_SQL;
+    sqlite3_bind_blob(s, 1, lo, 32, SQLITE_STATIC);
+    sqlite3_bind_blob(s, 2, hi, 32, SQLITE_STATIC);
+    return rec_rows(st, s, 0, cb, ctx);
+}
+
+int store_rec_parents(struct store *st, const uint8_t id[32], uint8_t (*out)[32], size_t max, size_t *n)
+{
+    sqlite3_stmt *s = stmt(st, S_PARENTS);
+    if (!s)
+        return STORE_ERR_SQL;
+    sqlite3_bind_blob(s, 1, id, 32, SQLITE_STATIC);
+    int rc;
+    *n = 0;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+        if (*n < max)
+            copy32(s, 0, out[(*n)++], NULL);
+    int res = rc == SQLITE_DONE ? 0 : fail(st, rc);
+    sqlite3_reset(s);
+    return res;
+}
+
+/* --------------------------------------------------------------- origins */
+
+static void origin_row(sqlite3_stmt *s, struct store_origin *o)
+{
+    copy32(s, 0, o->origin, NULL);
+    o->head_seq = sqlite3_column_int64(s, 1);
+    copy32(s, 2, o->head_id, NULL);
+    o->ckpt_seq = sqlite3_column_int64(s, 3);
+}
+
+int store_origin_get(struct store *st, const uint8_t origin[32], struct store_origin *o)
+{
+    sqlite3_stmt *s = stmt(st, S_ORIGIN_GET);
+    if (!s)
+        return STORE_ERR_SQL;
+    sqlite3_bind_blob(s, 1, origin, 32, SQLITE_STATIC);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        origin_row(s, o);
+        rc = 0;
+    } else {
+        rc = rc == SQLITE_DONE ? STORE_ERR_NOTFOUND : fail(st, rc);
+    }
+    sqlite3_reset(s);
+    return rc;
+}
+
+int store_origin_each(struct store *st, store_origin_cb *cb, void *ctx)
+{
+    sqlite3_stmt *s = stmt(st, S_ORIGIN_EACH);
+    if (!s)
+        return STORE_ERR_SQL;
+    int rc, out = 0;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        struct store_origin o;
+        origin_row(s, &o);
+        if ((out = cb(ctx, &o)))
+            break;
+    }
+    if (!out && rc != SQLITE_DONE && rc != SQLITE_ROW)
+        out = fail(st, rc);
+    sqlite3_reset(s);
+    return out;
+}
+
+int store_origin_set_ckpt(struct store *st, const uint8_t origin[32], int64_t seq)
+{
+    sqlite3_stmt *s = stmt(st, S_ORIGIN_CKPT);
+    if (!s)
+        return STORE_ERR_SQL;
+    sqlite3_bind_blob(s, 1, origin, 32, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, seq);
+    return step_done(st, s);
+}
+
+/* --------------------------------------------------------------- blobs */
+
+int store_blob_put(struct store *st, const uint8_t hash[32], const void *data, size_t len)
+{
+    sqlite3_stmt *s = stmt(st, S_BLOB_INS);
+    if (!s)
+        return STORE_ERR_SQL;
+    sqlite3_bind_blob(s, 1, hash, 32, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, (sqlite3_int64)len);
+    sqlite3_bind_blob64(s, 3, data, len, SQLITE_STATIC);
+    return step_done(st, s);
+}
+
+int store_blob_get(struct store *st, const uint8_t hash[32], char **data, size_t *len)
+{
+    sqlite3_stmt *s = stmt(st, S_BLOB_GET);
+    if (!s)
+        return STORE_ERR_SQL;
+    sqlite3_bind_blob(s, 1, hash, 32, SQLITE_STATIC);
+    int rc = sqlite3_step(s);
+    *data = NULL;
+    if (rc == SQLITE_ROW) {
+        size_t n = (size_t)sqlite3_column_bytes(s, 0);
+        char *p = malloc(n + 1);
+        if (p) {
+            if (n)
+                memcpy(p, sqlite3_column_blob(s, 0), n);
+            p[n] = '\0';
+            *data = p;
+            *len = n;
+            rc = 0;
+        } else {
+            rc = STORE_ERR_SQL;
+        }
+    } else {
+        rc = rc == SQLITE_DONE ? STORE_ERR_NOTFOUND : fail(st, rc);
+    }
+    sqlite3_reset(s);
+    return rc;
+}
+
+int store_blob_has(struct store *st, const uint8_t hash[32])
+{
+    sqlite3_stmt *s = stmt(st, S_BLOB_HAS);
+    if (!s)
+        return 0;
+    sqlite3_bind_blob(s, 1, hash, 32, SQLITE_STATIC);
+    int has = sqlite3_step(s) == SQLITE_ROW;
+    sqlite3_reset(s);
+    return has;
+}
+
+int store_blob_each_for(struct store *st, const uint8_t origin[32], int64_t since,
+                        store_blob_cb *cb, void *ctx)
+{
+    sqlite3_stmt *s = stmt(st, S_BLOB_FOR);
+    if (!s)
+        return STORE_ERR_SQL;
+    sqlite3_bind_blob(s, 1, origin, 32, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, since);
+    int rc, out = 0;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        uint8_t h[32];
+        copy32(s, 0, h, NULL);
+        const char *d = sqlite3_column_blob(s, 1);
+        if ((out = cb(ctx, h, d ? d : "", (size_t)sqlite3_column_bytes(s, 1))))
+            break;
+    }
+    if (!out && rc != SQLITE_DONE && rc != SQLITE_ROW)
+        out = fail(st, rc);
+    sqlite3_reset(s);
+    return out;
+}
+
+/* --------------------------------------------------------------- meta */
+
+int store_meta_get(struct store *st, const char *key, char **value)
+{
+    sqlite3_stmt *s = stmt(st, S_META_GET);
+    if (!s)
+        return STORE_ERR_SQL;
+    sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(s);
+    *value = NULL;
+    if (rc == SQLITE_ROW) {
+        *value = strdup((const char *)sqlite3_column_text(s, 0));
+        rc = *value ? 0 : STORE_ERR_SQL;
+    } else {
+        rc = rc == SQLITE_DONE ? STORE_ERR_NOTFOUND : fail(st, rc);
+    }
+    sqlite3_reset(s);
+    return rc;
+}
+
+int store_meta_set(struct store *st, const char *key, const char *value)
+{
+    sqlite3_stmt *s = stmt(st, S_META_SET);
+    if (!s)
+        return STORE_ERR_SQL;
+    sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, value, -1, SQLITE_STATIC);
+    return step_done(st, s);
+}
+
+/* --------------------------------------------------------------- stats */
+
+static int scalar(struct store *st, const char *sql, int64_t *v)
+{
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL);
+    if (rc != SQLITE_OK)
+        return fail(st, rc);
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        *v = sqlite3_column_int64(s, 0);
+        rc = 0;
+    } else {
+        rc = fail(st, rc);
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
+int store_stats_get(struct store *st, struct store_stats *out)
+{
+    int rc;
+    int64_t pages = 0, psize = 0;
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *s = NULL;
+    rc = sqlite3_prepare_v2(st->db, "SELECT kind, n FROM kind_counts ORDER BY kind", -1, &s, NULL);
+    if (rc != SQLITE_OK)
+        return fail(st, rc);
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        int64_t n = sqlite3_column_int64(s, 1);
+        out->n_records += n;
+        if (out->n_kinds < (int)(sizeof out->kinds / sizeof out->kinds[0])) {
+            snprintf(out->kinds[out->n_kinds].kind, sizeof out->kinds[0].kind, "%s",
+                     (const char *)sqlite3_column_text(s, 0));
+            out->kinds[out->n_kinds++].n = n;
+        }
+    }
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE)
+        return fail(st, rc);
+    /* The blob figures come from SQLite's own aggregate over a small table
+     * (one row per distinct text), not from a scan of the records. */
+    if ((rc = scalar(st, "SELECT count(*) FROM origins", &out->n_origins)) ||
+        (rc = scalar(st, "SELECT count(*) FROM blobs", &out->n_blobs)) ||
+        (rc = scalar(st, "SELECT coalesce(sum(size), 0) FROM blobs", &out->blob_bytes)) ||
+        (rc = scalar(st, "SELECT count(*) FROM llm_queue WHERE state = 'pending'", &out->queue_pending)) ||
+        (rc = scalar(st, "PRAGMA page_count", &pages)) ||
+        (rc = scalar(st, "PRAGMA page_size", &psize)))
+        return rc;
+    out->file_bytes = pages * psize;
+    out->schema_version = store_schema_version(st);
+    return 0;
+}
+
+int store_integrity_check(struct store *st)
+{
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(st->db, "PRAGMA integrity_check", -1, &s, NULL);
+    if (rc != SQLITE_OK)
+        return fail(st, rc);
+    rc = sqlite3_step(s);
+    int out = 0;
+    if (rc != SQLITE_ROW) {
+        out = fail(st, rc);
+    } else if (strcmp((const char *)sqlite3_column_text(s, 0), "ok") != 0) {
+        snprintf(st->errmsg, sizeof st->errmsg, "%s", (const char *)sqlite3_column_text(s, 0));
+        out = STORE_ERR_CORRUPT;
+    }
+    sqlite3_finalize(s);
+    return out;
+}

@@ -1,0 +1,147 @@
+/*
+ * store/store.h - kope's one SQLite file: records, blobs, origins, the LLM
+ * call queue and run state.
+ *
+ * The store keeps what it is given and decides nothing: hashing, chain and
+ * signature checks are the graph's (core/graph.c). It guarantees that every
+ * write it is asked for in one transaction lands whole or not at all, that
+ * (origin, seq) and id are unique, and that the schema is migrated to the
+ * current version on open (PRAGMA user_version; see docs/STORE.md).
+ *
+ * Ownership: struct store is a handle (open/close). Row pointers handed to a
+ * callback are valid only during that callback. Errors: STORE_ERR_* below;
+ * the handle keeps the last SQLite message (store_errmsg).
+ */
+#ifndef KOPE_STORE_H
+#define KOPE_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum store_err {
+    STORE_ERR_OPEN = -100,     /* file cannot be opened / is not a kope store */
+    STORE_ERR_SQL = -101,      /* SQLite reported an error (see store_errmsg) */
+    STORE_ERR_FULL = -102,     /* disk full */
+    STORE_ERR_BUSY = -103,     /* locked by another process longer than the timeout */
+    STORE_ERR_CONFLICT = -104, /* (origin, seq) already holds a different record */
+    STORE_ERR_NOTFOUND = -105,
+    STORE_ERR_VERSION = -106,  /* file made by a newer kope */
+    STORE_ERR_CORRUPT = -107,
+    STORE_ERR_READONLY = -108,
+};
+
+#define STORE_SCHEMA_VERSION 2
+
+struct store;
+
+/* A record as stored. canon is the canonical JSON without the "id" member. */
+struct store_rec {
+    uint8_t id[32];
+    uint8_t origin[32];
+    int64_t seq;
+    int has_prev;
+    uint8_t prev[32];
+    int has_task;
+    uint8_t task[32];
+    const char *kind;
+    const char *target;
+    const char *canon;
+    size_t canon_len;
+    const uint8_t (*parents)[32];
+    size_t n_parents;
+    const uint8_t (*blobs)[32];
+    size_t n_blobs;
+};
+
+/* Open (creating if absent) and migrate the store at path. On failure a
+ * message naming the file goes to err. */
+int store_open(const char *path, struct store **out, char *err, size_t err_len);
+/* Open without migrating (for tests of migrations): version 0 = empty. */
+int store_open_at(const char *path, int version, struct store **out, char *err, size_t err_len);
+void store_close(struct store *st);
+const char *store_errmsg(const struct store *st);
+const char *store_strerror(int code);
+const char *store_sqlite_version(void);
+int store_schema_version(struct store *st);
+
+/* Transactions. Every multi-row change goes inside one. */
+int store_begin(struct store *st);
+int store_commit(struct store *st);
+void store_rollback(struct store *st);
+
+/* --- records ------------------------------------------------------------ */
+/* Insert a record, its parent links and blob links, and advance its origin's
+ * head. Returns 0, 1 if this exact id is already stored (a no-op: merging is
+ * a union), STORE_ERR_CONFLICT if (origin, seq) holds another id, or an
+ * error. Referenced blobs must already be stored (STORE_ERR_NOTFOUND). */
+int store_rec_put(struct store *st, const struct store_rec *r);
+
+typedef int store_rec_cb(void *ctx, const struct store_rec *r);
+
+enum store_rec_query {
+    STORE_Q_ID,        /* key = record id (0 or 1 row) */
+    STORE_Q_TASK,      /* key = task id: every record of that task, in insertion order */
+    STORE_Q_CHILDREN,  /* key = record id: records listing it as a parent */
+    STORE_Q_ORIGIN,    /* key = origin, n = seq: records of origin with seq > n, in seq order */
+    STORE_Q_KIND,      /* key unused, kind: every record of this kind */
+};
+/* Run a query, calling cb for each row (parents and blobs are not filled).
+ * A non-zero return from cb stops the walk and is returned. Returns
+ * STORE_ERR_NOTFOUND for STORE_Q_ID when absent. */
+int store_rec_query(struct store *st, enum store_rec_query q, const uint8_t key[32],
+                    int64_t n, const char *kind, store_rec_cb *cb, void *ctx);
+/* Records whose id lies in [lo, hi] (byte order), at most 2 (to detect an
+ * ambiguous prefix). */
+int store_rec_range(struct store *st, const uint8_t lo[32], const uint8_t hi[32],
+                    store_rec_cb *cb, void *ctx);
+/* The ids a record lists as parents, into out[max]; *n set. */
+int store_rec_parents(struct store *st, const uint8_t id[32], uint8_t (*out)[32], size_t max, size_t *n);
+
+/* --- origins (one row per device chain) --------------------------------- */
+struct store_origin {
+    uint8_t origin[32];
+    int64_t head_seq;
+    uint8_t head_id[32];
+    int64_t ckpt_seq; /* highest seq covered by a stored checkpoint */
+};
+/* STORE_ERR_NOTFOUND when the origin has no records here. */
+int store_origin_get(struct store *st, const uint8_t origin[32], struct store_origin *o);
+typedef int store_origin_cb(void *ctx, const struct store_origin *o);
+int store_origin_each(struct store *st, store_origin_cb *cb, void *ctx);
+int store_origin_set_ckpt(struct store *st, const uint8_t origin[32], int64_t seq);
+
+/* --- blobs: content-addressed, stored once ------------------------------ */
+/* Insert unless present (hash is the caller's SHA-256 of data). */
+int store_blob_put(struct store *st, const uint8_t hash[32], const void *data, size_t len);
+/* *data is heap, NUL-terminated, owned by the caller. */
+int store_blob_get(struct store *st, const uint8_t hash[32], char **data, size_t *len);
+int store_blob_has(struct store *st, const uint8_t hash[32]);
+/* Blobs linked from records of an origin with seq > since (for export). */
+typedef int store_blob_cb(void *ctx, const uint8_t hash[32], const char *data, size_t len);
+int store_blob_each_for(struct store *st, const uint8_t origin[32], int64_t since,
+                        store_blob_cb *cb, void *ctx);
+
+/* --- small key/value settings (device id, created time) ----------------- */
+/* *value heap, owned by caller; STORE_ERR_NOTFOUND if absent. */
+int store_meta_get(struct store *st, const char *key, char **value);
+int store_meta_set(struct store *st, const char *key, const char *value);
+
+/* --- stats --------------------------------------------------------------- */
+struct store_stats {
+    int64_t n_records;
+    struct { char kind[16]; int64_t n; } kinds[12];
+    int n_kinds;
+    int64_t n_origins;
+    int64_t n_blobs;
+    int64_t blob_bytes;
+    int64_t file_bytes; /* page_count * page_size of the main file */
+    int64_t queue_pending;
+    int schema_version;
+};
+int store_stats_get(struct store *st, struct store_stats *s);
+
+/* Run PRAGMA integrity_check; 0 when "ok", STORE_ERR_CORRUPT with the first
+ * message in errmsg otherwise. */
+int store_integrity_check(struct store *st);
+
+#endif

@@ -1,0 +1,32 @@
+#!/bin/bash
+# tests/run.sh - run kope's test programs and print one summary line.
+#
+# Each argument is a cmocka test program. Each runs in its own temp dir
+# (KOPE_TEST_TMP) so tests use real files and never the user's store. The
+# last line is "N passed, N failed" (tests, counted from cmocka's output),
+# and the exit code is non-zero if any program failed or crashed.
+# RUNNER (e.g. qemu-riscv64 ...) prefixes each program when cross-testing.
+set -u
+passed=0; failed=0; bad_progs=""
+for t in "$@"; do
+  name=$(basename "$t")
+  tmp=$(mktemp -d "${TMPDIR:-/tmp}/kope-test-$name.XXXXXX")
+  log=$tmp/out.log
+  start=$(date +%s)
+  # shellcheck disable=SC2086
+  ( cd "$tmp" && KOPE_TEST_TMP=$tmp ${RUNNER:-} "$t" ) > "$log" 2>&1
+  rc=$?
+  p=$(grep -Eo '^\[  PASSED  \] [0-9]+' "$log" | awk '{s+=$4} END{print s+0}')
+  f=$(grep -Eo '^\[  FAILED  \] [0-9]+' "$log" | awk '{s+=$4} END{print s+0}')
+  s=$(grep -Eo '^\[  SKIPPED \] [0-9]+' "$log" | awk '{s+=$4} END{print s+0}')
+  passed=$((passed + p)); failed=$((failed + f))
+  if [ $rc -ne 0 ] && [ "$f" = 0 ]; then failed=$((failed + 1)); fi   # crashed before its summary
+  status=ok; [ $rc -ne 0 ] && { status=FAIL; bad_progs="$bad_progs $name"; }
+  printf '%-28s %4s passed %3s failed %3s skipped  %3ss  %s\n' "$name" "$p" "$f" "$s" $(( $(date +%s) - start )) "$status"
+  if [ $rc -ne 0 ]; then sed 's/^/    | /' "$log" | tail -60; fi
+  grep -E '^\[  SKIPPED \] |^\[ SKIPPED|skip:' "$log" | sed 's/^/    /' | head -20
+  [ $rc -eq 0 ] && rm -rf "$tmp"
+done
+[ -n "$bad_progs" ] && echo "failing programs:$bad_progs"
+echo "$passed passed, $failed failed"
+[ -z "$bad_progs" ]
