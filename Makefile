@@ -103,6 +103,9 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/libkope.a $(wildcard tests/*.h)
 	@echo "  TEST    $@"
 	$(Q)$(CC) $(FINAL_CFLAGS) -Itests $< $(BUILD)/libkope.a $(FINAL_LDFLAGS) $(LIBS) -lcmocka -o $@
 
+# --- net/ tests (issue 4): the loopback TLS server they #include.
+$(BUILD)/tests/test_llm $(BUILD)/tests/test_cli_llm: tests/tls_server.c
+
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libkope.a
 	@mkdir -p $(dir $@)
 	@echo "  BENCH   $@"
