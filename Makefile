@@ -55,6 +55,9 @@ LIBS      := -lcurl -lmbedtls -lmbedx509 -lmbedcrypto -lsqlite3 -lcjson -lopenbl
 MODULES   := core store net platform platform/k3 platform/ascend
 LIB_SRC   := $(filter-out core/main.c,$(foreach m,$(MODULES),$(wildcard $(m)/*.c)))
 EMBED_SRC := $(shell find platform/k3/embed platform/ascend/embed core/knowledge suites -type f 2>/dev/null | LC_ALL=C sort)
+# --- platform/k3 (issue 3): candidates and the harness include the kernel ABI,
+# so the binary carries it too (written next to the harness at build time).
+EMBED_SRC += platform/kernel_abi.h
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/embed.o
 TEST_SRC  := $(wildcard tests/test_*.c)
 TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)

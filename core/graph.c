@@ -1334,6 +1334,8 @@ int graph_import(struct graph *g, FILE *in, struct graph_import_stats *stats)
             rc = r2; /* the store cannot take more: stop, keep what was committed */
             goto out;
         }
+        if (r2 < 0)
+            stats->rejected++; /* a line refused before it could join a run */
     }
     if (ferror(in))
         imp_fail(&im, KOPE_ERR_IO, "read error");

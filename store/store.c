@@ -736,3 +736,15 @@ int store_integrity_check(struct store *st)
     sqlite3_finalize(s);
     return out;
 }
+
+int store_set_max_bytes(struct store *st, int64_t max_bytes)
+{
+    int64_t psize = 4096, pages;
+    int rc = scalar(st, "PRAGMA page_size", &psize);
+    if (rc)
+        return rc;
+    pages = max_bytes > 0 ? max_bytes / psize : 4294967294LL;
+    char sql[64];
+    snprintf(sql, sizeof sql, "PRAGMA max_page_count = %lld", (long long)(pages < 1 ? 1 : pages));
+    return scalar(st, sql, &pages);
+}

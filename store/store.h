@@ -140,6 +140,11 @@ struct store_stats {
 };
 int store_stats_get(struct store *st, struct store_stats *s);
 
+/* Cap the file at about max_bytes (SQLite max_page_count): writes past it
+ * fail with STORE_ERR_FULL exactly as a full disk does. 0 = no cap. Used by
+ * the `store.max_mb` setting and by the disk-full tests. */
+int store_set_max_bytes(struct store *st, int64_t max_bytes);
+
 /* Run PRAGMA integrity_check; 0 when "ok", STORE_ERR_CORRUPT with the first
  * message in errmsg otherwise. */
 int store_integrity_check(struct store *st);

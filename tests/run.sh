@@ -16,9 +16,10 @@ for t in "$@"; do
   # shellcheck disable=SC2086
   ( cd "$tmp" && KOPE_TEST_TMP=$tmp ${RUNNER:-} "$t" ) > "$log" 2>&1
   rc=$?
-  p=$(grep -Eo '^\[  PASSED  \] [0-9]+' "$log" | awk '{s+=$4} END{print s+0}')
-  f=$(grep -Eo '^\[  FAILED  \] [0-9]+' "$log" | awk '{s+=$4} END{print s+0}')
-  s=$(grep -Eo '^\[  SKIPPED \] [0-9]+' "$log" | awk '{s+=$4} END{print s+0}')
+  # cmocka writes to stdout and stderr: lines can interleave, so no ^ anchor.
+  p=$(grep -Eo '\[  PASSED  \] [0-9]+ test' "$log" | awk '{s+=$4} END{print s+0}')
+  f=$(grep -Eo '\[  FAILED  \] [0-9]+ test' "$log" | awk '{s+=$4} END{print s+0}')
+  s=$(grep -Eo '\[  SKIPPED \] [0-9]+ test' "$log" | awk '{s+=$4} END{print s+0}')
   passed=$((passed + p)); failed=$((failed + f))
   if [ $rc -ne 0 ] && [ "$f" = 0 ]; then failed=$((failed + 1)); fi   # crashed before its summary
   status=ok; [ $rc -ne 0 ] && { status=FAIL; bad_progs="$bad_progs $name"; }
