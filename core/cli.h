@@ -47,5 +47,6 @@ int cli_wants_help(int argc, char **argv);
 /* Commands (argv[0] is the command name). */
 int cli_init(struct cli *c, int argc, char **argv);
 int cli_graph(struct cli *c, int argc, char **argv);
+int cli_llm(struct cli *c, int argc, char **argv);   /* core/cli_llm.c */
 
 #endif /* KOPE_CLI_H */

@@ -26,6 +26,7 @@ static int cmd_version(struct cli *c, int argc, char **argv);
 static const struct command commands[] = {
     {"init", cli_init, "create the store and this device's identity key"},
     {"graph", cli_graph, "inspect, export and import the experience graph"},
+    {"llm", cli_llm, "check the LLM endpoint: `kope llm check`"},
     {"version", cmd_version, "print version and build information"},
     {"help", cmd_help, "show this help, or `kope help COMMAND`"},
 };

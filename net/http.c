@@ -186,7 +186,11 @@ int http_status_err(long status)
 static int map_curl(CURLcode cc, const struct xfer *x, const char *url,
                     const struct http_opts *o, const char *cerr, char *msg, size_t msg_len)
 {
-    const char *detail = cerr && *cerr ? cerr : curl_easy_strerror(cc);
+    char d[CURL_ERROR_SIZE];
+    snprintf(d, sizeof d, "%s", cerr && *cerr ? cerr : curl_easy_strerror(cc));
+    for (size_t n = strlen(d); n && (d[n - 1] == '\n' || d[n - 1] == '\r' || d[n - 1] == ' ');)
+        d[--n] = '\0';
+    const char *detail = d;
     int rc;
     const char *what;
     switch (cc) {
@@ -298,7 +302,7 @@ static void collect_info(CURL *e, struct http_response *r)
         for (struct curl_slist *p = ci->certinfo[0]; p; p = p->next) {
             copy_field(r->cert_subject, sizeof r->cert_subject, p->data, "Subject:");
             copy_field(r->cert_issuer, sizeof r->cert_issuer, p->data, "Issuer:");
-            copy_field(r->cert_expire, sizeof r->cert_expire, p->data, "Expire date:");
+            copy_field(r->cert_expire, sizeof r->cert_expire, p->data, "Expire Date:");
         }
     }
 }

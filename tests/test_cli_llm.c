@@ -1,0 +1,201 @@
+/*
+ * tests/test_cli_llm.c - `kope llm check` ($KOPE_BIN) against the loopback
+ * TLS server of tests/tls_server.c, a closed port and an untrusted
+ * certificate; and the settings it reads (config, environment, key file).
+ */
+#include <sys/stat.h>
+
+#include <cJSON.h>
+
+#include "testutil.h"
+#include "tls_server.c"
+
+static struct ts_pki pki;
+static char out[16384];
+
+static int setup_pki(void **state)
+{
+    (void)state;
+    return ts_pki_make(getenv("KOPE_TEST_TMP") ? getenv("KOPE_TEST_TMP") : "/tmp", &pki);
+}
+
+static const char pong[] =
+    "{\"model\":\"test-model-2025\",\"choices\":[{\"message\":{\"role\":\"assistant\",\"content\":\"pong\"},"
+    "\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":21,\"completion_tokens\":1}}";
+
+/* Run `kope [--config cfg] llm check` with a clean KOPE_LLM_* environment
+ * plus the assignments in env ("A=b C=d"). */
+static int check(const char *cfg, const char *env)
+{
+    return run_cmd(out, sizeof out,
+                   "env -u KOPE_CONFIG -u KOPE_LLM_BASE_URL -u KOPE_LLM_MODEL -u KOPE_LLM_API_KEY "
+                   "-u KOPE_LLM_API_KEY_FILE -u KOPE_LLM_CA_FILE -u KOPE_LLM_PINNED_KEY -u https_proxy "
+                   "-u HTTPS_PROXY -u all_proxy -u ALL_PROXY %s %s %s%s llm check --timeout 3000",
+                   env, kope_bin(), cfg ? "--config " : "", cfg ? cfg : "");
+}
+
+static void test_check_ok(void **state)
+{
+    (void)state;
+    struct ts_server srv;
+    char env[2048];
+    const struct ts_reply script[] = {{.status = 200, .body = pong}};
+    assert_int_equal(ts_start(&srv, pki.cert, pki.key, script, 1), 0);
+    snprintf(env, sizeof env, "KOPE_LLM_BASE_URL=https://127.0.0.1:%d/v1 KOPE_LLM_MODEL=test-model "
+                              "KOPE_LLM_CA_FILE=%s KOPE_LLM_API_KEY=sk-very-secret", srv.port, pki.ca);
+    int rc = check(NULL, env);
+    print_message("%s", out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "DNS    ok"));
+    assert_non_null(strstr(out, "TCP    ok"));
+    assert_non_null(strstr(out, "TLS    ok"));
+    assert_non_null(strstr(out, "CN=localhost")); /* which certificate */
+    assert_non_null(strstr(out, "kope good test CA"));
+    assert_non_null(strstr(out, "HTTP   ok    200"));
+    assert_non_null(strstr(out, "'test-model-2025'"));
+    assert_non_null(strstr(out, "\"pong\""));
+    assert_non_null(strstr(out, "21 in, 1 out"));
+    assert_non_null(strstr(out, "latency"));
+    assert_non_null(strstr(out, "result: OK"));
+    assert_non_null(strstr(out, "set, 14 characters (from KOPE_LLM_API_KEY)"));
+    assert_null(strstr(out, "sk-very-secret")); /* never printed */
+    /* One small request, with the key and the configured model. */
+    assert_int_equal(srv.n_req, 1);
+    assert_string_equal(ts_header(&srv.req[0], "Authorization"), "Bearer sk-very-secret");
+    cJSON *j = cJSON_Parse(srv.req[0].body);
+    assert_string_equal(cJSON_GetObjectItem(j, "model")->valuestring, "test-model");
+    assert_int_equal(cJSON_GetObjectItem(j, "max_tokens")->valueint, 32);
+    cJSON_Delete(j);
+    ts_stop(&srv);
+}
+
+static void test_check_closed_port(void **state)
+{
+    (void)state;
+    char env[1024];
+    snprintf(env, sizeof env, "KOPE_LLM_BASE_URL=https://127.0.0.1:%d/v1 KOPE_LLM_MODEL=m KOPE_LLM_CA_FILE=%s",
+             ts_closed_port(), pki.ca);
+    int rc = check(NULL, env);
+    print_message("%s", out);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "TCP    FAIL"));
+    assert_non_null(strstr(out, "TLS    --    not reached"));
+    assert_non_null(strstr(out, "result: FAIL - could not connect"));
+    assert_non_null(strstr(out, "hint:"));
+}
+
+static void test_check_untrusted(void **state)
+{
+    (void)state;
+    struct ts_server srv;
+    char env[2048];
+    const struct ts_reply script[] = {{.status = 200, .body = pong}};
+    assert_int_equal(ts_start(&srv, pki.wrong_cert, pki.wrong_key, script, 1), 0);
+    snprintf(env, sizeof env, "KOPE_LLM_BASE_URL=https://127.0.0.1:%d/v1 KOPE_LLM_MODEL=m KOPE_LLM_CA_FILE=%s "
+                              "KOPE_LLM_API_KEY=sk-x", srv.port, pki.ca);
+    int rc = check(NULL, env);
+    print_message("%s", out);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "TCP    ok"));
+    assert_non_null(strstr(out, "TLS    FAIL"));
+    assert_non_null(strstr(out, "not trusted"));
+    assert_non_null(strstr(out, "kope wrong test CA")); /* which certificate was offered */
+    assert_non_null(strstr(out, "HTTP   --    not reached"));
+    assert_int_equal(srv.n_req, 0);
+    ts_stop(&srv);
+}
+
+static void test_check_http_error(void **state)
+{
+    (void)state;
+    struct ts_server srv;
+    char env[2048];
+    const struct ts_reply script[] = {{.status = 404, .body = "{\"error\":{\"message\":\"model 'nope' not found\"}}"}};
+    assert_int_equal(ts_start(&srv, pki.cert, pki.key, script, 1), 0);
+    snprintf(env, sizeof env, "KOPE_LLM_BASE_URL=https://127.0.0.1:%d/v1 KOPE_LLM_MODEL=nope KOPE_LLM_CA_FILE=%s",
+             srv.port, pki.ca);
+    int rc = check(NULL, env);
+    print_message("%s", out);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "TLS    ok"));
+    assert_non_null(strstr(out, "HTTP   FAIL  HTTP 404"));
+    assert_non_null(strstr(out, "model 'nope' not found"));
+    assert_int_equal(srv.n_req, 1); /* final: no retry */
+    ts_stop(&srv);
+}
+
+/* Config file values, overridden by the environment; the key from a 0600 file. */
+static void test_check_config_and_key_file(void **state)
+{
+    (void)state;
+    struct ts_server srv;
+    const struct ts_reply script[] = {{.status = 200, .body = pong}};
+    assert_int_equal(ts_start(&srv, pki.cert, pki.key, script, 1), 0);
+    const char *key = tpath("api.key");
+    FILE *f = fopen(key, "w");
+    assert_non_null(f);
+    fputs("sk-from-file\n", f);
+    fclose(f);
+    const char *cfg = tpath("llm-conf.json"); /* not ./kope.json: the other cases must see no config */
+    f = fopen(cfg, "w");
+    assert_non_null(f);
+    fprintf(f, "{\"llm\":{\"base_url\":\"https://127.0.0.1:%d/v1\",\"model\":\"cfg-model\",\"ca_file\":\"%s\","
+               "\"api_key_file\":\"%s\",\"temperature\":0.7}}", srv.port, pki.ca, key);
+    fclose(f);
+
+    /* 0644: refused, with the fix. */
+    chmod(key, 0644);
+    int rc = check(cfg, "KOPE_LLM_MODEL=env-model");
+    print_message("%s", out);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "mode 0644"));
+    assert_non_null(strstr(out, "chmod 600"));
+    assert_int_equal(srv.n_req, 0);
+
+    chmod(key, 0600);
+    rc = check(cfg, "KOPE_LLM_MODEL=env-model");
+    print_message("%s", out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "(base URL from config llm.base_url)"));
+    assert_non_null(strstr(out, "config llm.api_key_file"));
+    assert_non_null(strstr(out, "env-model (from KOPE_LLM_MODEL)"));
+    assert_null(strstr(out, "sk-from-file"));
+    assert_int_equal(srv.n_req, 1);
+    assert_string_equal(ts_header(&srv.req[0], "Authorization"), "Bearer sk-from-file");
+    cJSON *j = cJSON_Parse(srv.req[0].body);
+    assert_string_equal(cJSON_GetObjectItem(j, "model")->valuestring, "env-model");
+    cJSON_Delete(j);
+    ts_stop(&srv);
+
+    /* An API key written into the config itself is refused. */
+    f = fopen(cfg, "w");
+    fputs("{\"llm\":{\"base_url\":\"https://127.0.0.1:1/v1\",\"model\":\"m\",\"api_key\":\"sk-oops\"}}", f);
+    fclose(f);
+    rc = check(cfg, "");
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "llm.api_key is refused"));
+    assert_null(strstr(out, "sk-oops"));
+}
+
+static void test_check_usage(void **state)
+{
+    (void)state;
+    assert_int_equal(run_cmd(out, sizeof out, "%s llm", kope_bin()), 2);
+    assert_int_equal(run_cmd(out, sizeof out, "%s llm check --help", kope_bin()), 0);
+    assert_non_null(strstr(out, "KOPE_LLM_BASE_URL"));
+    assert_int_equal(run_cmd(out, sizeof out, "env -u KOPE_LLM_BASE_URL -u KOPE_CONFIG %s llm check", kope_bin()), 1);
+    assert_non_null(strstr(out, "base URL"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_check_ok),
+        cmocka_unit_test(test_check_closed_port),
+        cmocka_unit_test(test_check_untrusted),
+        cmocka_unit_test(test_check_http_error),
+        cmocka_unit_test(test_check_config_and_key_file),
+        cmocka_unit_test(test_check_usage),
+    };
+    return cmocka_run_group_tests(tests, setup_pki, NULL);
+}
