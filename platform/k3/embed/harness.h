@@ -1,0 +1,81 @@
+/*
+ * harness.h - shared between the riscv64 measuring harness (harness.c, ref.c,
+ * base.c, blas.c, all embedded in the kope binary and compiled on demand) and
+ * the host side that drives it (platform/k3/k3.c includes this file for the
+ * op order and the report protocol).
+ *
+ * The op order equals enum plat_op in platform/platform.h; k3.c checks that
+ * with a static assertion. Nothing here may include kope headers: the harness
+ * is built by the target compiler from a temp dir.
+ *
+ * Report protocol (one line per record, written by the harness to the file
+ * named by report=PATH, never to stdout, which the candidate may flood):
+ *   case LABEL N ROWS COLS M K BATCH PASS REASON MAX_ABS MAX_REL NORM FIRST_BAD
+ *   fail REASON SIGNAL DETAIL...          a terminal failure (signal handler etc.)
+ *   time NAME MEDIAN_NS MIN_NS SPREAD REPEATS WARMUP
+ *   icount_region IDX NAME                order of the plugin's regions
+ *   method TEXT...
+ *   done                                  the run completed
+ * REASON is a plat_fail name ("none", "wrong_result", ...).
+ */
+#ifndef KOPE_HARNESS_H
+#define KOPE_HARNESS_H
+
+enum h_op {
+    H_OP_ADD = 0, H_OP_MUL, H_OP_AXPY, H_OP_SCALE, H_OP_CLAMP,
+    H_OP_RELU, H_OP_GELU_TANH, H_OP_GELU_ERF, H_OP_SILU,
+    H_OP_SIGMOID, H_OP_TANH, H_OP_EXP,
+    H_OP_SOFTMAX, H_OP_LAYERNORM, H_OP_RMSNORM,
+    H_OP_SUM, H_OP_MAX, H_OP_MEAN, H_OP_L2NORM, H_OP_ARGMAX,
+    H_OP_GEMM, H_OP_GEMM_NT, H_OP_GEMV,
+    H_OP_COUNT
+};
+
+#define H_OP_NAMES \
+    "add", "mul", "axpy", "scale", "clamp", "relu", "gelu_tanh", "gelu_erf", \
+    "silu", "sigmoid", "tanh", "exp", "softmax", "layernorm", "rmsnorm", "sum", \
+    "max", "mean", "l2norm", "argmax", "gemm", "gemm_nt", "gemv"
+
+/* harness flags= bits */
+#define H_FLAG_FLUSH 1        /* flush caches between timed repeats */
+#define H_FLAG_NO_BASELINES 2 /* time the candidate only */
+#define H_FLAG_NO_PIN 4       /* do not pin to one core */
+
+/* Exit status of the harness when it reported a failure itself. */
+#define H_EXIT_FAIL 3
+
+/* The bit pattern outputs are filled with before every call: a quiet NaN
+ * with a payload no arithmetic produces, so "still this pattern" means
+ * "never written". */
+#define H_FILL_BITS 0x7fc0deadu
+
+#ifndef KOPE_HARNESS_HOST_ONLY
+#include <stddef.h>
+#include <stdint.h>
+
+/* One call's operands, shared by the reference, the baselines and the
+ * candidate. Pointers are into guarded mappings owned by harness.c. */
+struct h_args {
+    int op;
+    size_t n, rows, cols, m, k, batch;  /* as the family ABI takes them */
+    const float *x, *y;                 /* elementwise/activation/reduction inputs */
+    const float *a, *b;                 /* matmul inputs (b = x for gemv) */
+    const float *gamma, *beta;
+    float alpha, lo, hi, eps;
+    void *out;                          /* float, or int32_t for argmax */
+    size_t out_count;                   /* elements in out */
+};
+
+/* ref.c: double-precision reference into out (out_count doubles). */
+void h_ref_run(const struct h_args *a, double *out);
+/* base.c: a plain C f32 implementation of op KOPE_BASE_OP, compiled twice
+ * (scalar -O2 no-vectorize, and -O3 auto-vectorized) under two names. */
+void kope_base_scalar(const struct h_args *a);
+void kope_base_autovec(const struct h_args *a);
+/* blas.c: OpenBLAS for the matmul family; returns -1 when not linked or the
+ * op has no BLAS equivalent. */
+int h_blas_available(int op);
+void h_blas_run(const struct h_args *a);
+#endif
+
+#endif

@@ -1,0 +1,889 @@
+/*
+ * platform/k3/k3.c - the K3 target (RISC-V RVV, VLEN 256): toolchain
+ * selection, compile, verify and measure, as struct platform_ops plat_k3_ops.
+ *
+ * Toolchain: on a riscv64 host the native compiler ("cc", else "clang") is
+ * used if it compiles an RVV intrinsic test, and candidates run directly.
+ * Anywhere else: clang-19 cross-compiles for rv64gcv_zba_zbb_zbs and
+ * qemu-riscv64 (VLEN 256) runs the result; every result is then labelled
+ * emulated and times are never claimed as speed. Compiler, flags and runner
+ * come from the settings (config platform.k3.cc / cflags / runner).
+ *
+ * Build layout (work dir, one per open platform):
+ *   rt/          harness sources written from the embedded table, and their
+ *                objects, compiled once: harness.o ref.o blas.o, plus
+ *                base_{scalar,autovec}_OP.o per op on first use
+ *   c<id>/       one candidate: cand.c, cand.o, harness program, reports
+ * Per candidate only cand.c is compiled and the program linked.
+ *
+ * The harness protocol is in embed/harness.h. Every run goes through
+ * k3_child_run (sandbox.c) with limits; the report is a file in c<id>/.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "platform/embed.h"
+#include "platform/k3/k3.h"
+#define KOPE_HARNESS_HOST_ONLY
+#include "platform/k3/embed/harness.h"
+
+_Static_assert((int)H_OP_COUNT == (int)PLAT_OP_COUNT, "harness op list must match enum plat_op");
+_Static_assert((int)H_OP_GEMV == (int)PLAT_OP_GEMV && (int)H_OP_SOFTMAX == (int)PLAT_OP_SOFTMAX,
+               "harness op order must match enum plat_op");
+
+#define K3_CROSS_CC "clang-19 --target=riscv64-linux-gnu -march=rv64gcv_zba_zbb_zbs -mabi=lp64d"
+#define K3_NATIVE_MARCH "-march=rv64gcv_zba_zbb_zbs -mabi=lp64d"
+#define K3_QEMU "qemu-riscv64 -cpu rv64,v=true,vlen=256,elen=64,vext_spec=v1.0,zba=true,zbb=true,zbs=true"
+
+/* Defaults; all overridable through struct plat_settings. */
+#define K3_TIMEOUT_MS_NATIVE 30000
+#define K3_TIMEOUT_MS_EMULATED 120000
+#define K3_COMPILE_TIMEOUT_MS 60000
+#define K3_MEM_LIMIT ((uint64_t)4 << 30)
+#define K3_OUTPUT_CAP ((uint64_t)1 << 20)
+#define K3_MIN_REPEAT_MS_NATIVE 200
+#define K3_MIN_REPEAT_MS_EMULATED 20
+#define K3_MAX_WORK_EMULATED 6.7e7 /* multiply-adds per verification case under qemu */
+#define K3_REPORT_MAX (256u << 10)
+
+static const char *const rt_files[] = {"harness.c", "harness.h", "ref.c", "base.c", "blas.c"};
+
+/* ------------------------------------------------------------- helpers --- */
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int set_err(struct platform *p, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int set_err(struct platform *p, int rc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->err, sizeof p->err, fmt, ap);
+    va_end(ap);
+    p->rc = rc;
+    return rc;
+}
+
+static int file_write(const char *path, const char *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    size_t w = fwrite(data, 1, len, f);
+    int rc = (w == len) ? 0 : -1;
+    if (fclose(f) != 0)
+        rc = -1;
+    return rc;
+}
+
+static int file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* Is argv[0] of cmd an executable in PATH (or a path)? */
+static int cmd_found(const char *cmd)
+{
+    char first[256];
+    size_t n = strcspn(cmd, " \t");
+    if (n == 0 || n >= sizeof first)
+        return 0;
+    memcpy(first, cmd, n);
+    first[n] = '\0';
+    if (strchr(first, '/'))
+        return access(first, X_OK) == 0;
+    const char *path = getenv("PATH");
+    if (!path)
+        path = "/usr/bin:/bin";
+    char dir[1024];
+    while (*path) {
+        size_t dl = strcspn(path, ":");
+        if (dl && dl + n + 2 < sizeof dir) {
+            memcpy(dir, path, dl);
+            dir[dl] = '/';
+            memcpy(dir + dl + 1, first, n + 1);
+            if (access(dir, X_OK) == 0)
+                return 1;
+        }
+        path += dl;
+        if (*path == ':')
+            path++;
+    }
+    return 0;
+}
+
+static void rm_tree(const char *path)
+{
+    DIR *d = opendir(path);
+    if (!d) {
+        unlink(path);
+        return;
+    }
+    struct dirent *e;
+    char sub[K3_PATH_MAX + 256];
+    while ((e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+        struct stat st;
+        if (lstat(sub, &st) == 0 && S_ISDIR(st.st_mode))
+            rm_tree(sub);
+        else
+            unlink(sub);
+    }
+    closedir(d);
+    rmdir(path);
+}
+
+/* ----------------------------------------------------- running commands --- */
+
+#define MAX_ARGS 96
+
+struct cmd {
+    char *argv[MAX_ARGS];
+    int argc;
+    char words[4][K3_CMD_MAX * 2]; /* storage for split command strings */
+    int n_words;
+    char extra[48][K3_PATH_MAX];   /* storage for formatted arguments */
+    int n_extra;
+    int overflow;
+};
+
+static void cmd_init(struct cmd *c)
+{
+    c->argc = 0;
+    c->n_words = 0;
+    c->n_extra = 0;
+    c->overflow = 0;
+    c->argv[0] = NULL;
+}
+
+static void cmd_split(struct cmd *c, const char *s)
+{
+    if (!s || !*s)
+        return;
+    if (c->n_words >= 4 ||
+        k3_argv_split(s, c->words[c->n_words], sizeof c->words[0], c->argv, &c->argc, MAX_ARGS))
+        c->overflow = 1;
+    c->n_words++;
+}
+
+static void cmd_arg(struct cmd *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void cmd_arg(struct cmd *c, const char *fmt, ...)
+{
+    if (c->n_extra >= 48 || c->argc + 1 >= MAX_ARGS) {
+        c->overflow = 1;
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(c->extra[c->n_extra], K3_PATH_MAX, fmt, ap);
+    va_end(ap);
+    if (n < 0 || n >= K3_PATH_MAX)
+        c->overflow = 1;
+    c->argv[c->argc++] = c->extra[c->n_extra++];
+    c->argv[c->argc] = NULL;
+}
+
+/* Run a compiler command; diagnostics (capped) into diag. Returns 0 when the
+ * compiler ran (res says how it ended), PLAT_ERR_* otherwise. */
+static int run_tool(struct platform *p, struct cmd *c, char *diag, size_t diag_len,
+                    struct k3_run_result *res)
+{
+    if (c->overflow)
+        return set_err(p, PLAT_ERR_INTERNAL, "command line too long");
+    int timeout = p->set.compile_timeout_ms > 0 ? p->set.compile_timeout_ms : K3_COMPILE_TIMEOUT_MS;
+    struct k3_run r = {
+        .argv = c->argv, .cwd = NULL, .timeout_ms = timeout, .cpu_s = timeout / 1000 + 1,
+        .mem_bytes = (uint64_t)4 << 30, .fsize_bytes = (uint64_t)256 << 20,
+        .output_cap = (uint64_t)1 << 20, .out = diag, .out_len = diag_len,
+    };
+    return k3_child_run(&r, res, p->err, sizeof p->err);
+}
+
+static int tool_ok(const struct k3_run_result *res)
+{
+    return res->exited && res->exit_code == 0 && !res->timed_out && !res->flooded;
+}
+
+/* ------------------------------------------------------ toolchain probe --- */
+
+/* Compile and (natively) run a tiny RVV intrinsic program. */
+static int toolchain_check(struct platform *p, struct k3 *k)
+{
+    char dir[256], src[K3_PATH_MAX + 64], exe[K3_PATH_MAX + 64];
+    char diag[1024];
+    snprintf(dir, sizeof dir, "%s/rt", k->work);
+    snprintf(src, sizeof src, "%s/rvv_check.c", dir);
+    snprintf(exe, sizeof exe, "%s/rvv_check", dir);
+    static const char prog[] =
+        "#include <riscv_vector.h>\n"
+        "int main(void) { size_t vl = __riscv_vsetvlmax_e32m1();\n"
+        "  vfloat32m1_t v = __riscv_vfmv_v_f_f32m1(1.0f, vl);\n"
+        "  return __riscv_vfmv_f_s_f32m1_f32(v) == 1.0f ? 0 : 1; }\n";
+    if (file_write(src, prog, sizeof prog - 1))
+        return set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", src);
+    struct cmd c;
+    cmd_init(&c);
+    cmd_split(&c, k->cc);
+    cmd_split(&c, k->cflags);
+    cmd_arg(&c, "%s", src);
+    cmd_arg(&c, "-o");
+    cmd_arg(&c, "%s", exe);
+    cmd_arg(&c, "-static");
+    struct k3_run_result res;
+    int rc = run_tool(p, &c, diag, sizeof diag, &res);
+    if (rc)
+        return rc;
+    if (!tool_ok(&res)) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "%.390s", diag);
+        return set_err(p, PLAT_ERR_NO_TOOLCHAIN,
+                       "compiler '%.200s' cannot build RVV intrinsics (riscv_vector.h): %.200s", k->cc, msg);
+    }
+    return 0;
+}
+
+static void blas_find(struct k3 *k, const char *setting)
+{
+    char cand[4][K3_PATH_MAX];
+    int n = 0;
+    if (setting && *setting)
+        snprintf(cand[n++], K3_PATH_MAX, "%.200s", setting);
+    char exe[K3_PATH_MAX];
+    ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (el > 0) {
+        exe[el] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0'; /* build/ARCH */
+            snprintf(cand[n++], K3_PATH_MAX, "%.200s/../deps/sysroot-riscv64", exe);
+            /* tests and benches live one level deeper: build/ARCH/tests */
+            snprintf(cand[n++], K3_PATH_MAX, "%.200s/../../deps/sysroot-riscv64", exe);
+        }
+    }
+    snprintf(cand[n++], K3_PATH_MAX, "build/deps/sysroot-riscv64");
+    k->blas_dir[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        char lib[K3_PATH_MAX + 32];
+        snprintf(lib, sizeof lib, "%.250s/lib/libopenblas.a", cand[i]);
+        if (file_exists(lib)) {
+            char *abs = realpath(cand[i], NULL);
+            snprintf(k->blas_dir, sizeof k->blas_dir, "%.250s", abs ? abs : cand[i]);
+            free(abs);
+            return;
+        }
+    }
+}
+
+static int k3_open(struct platform *p)
+{
+    struct k3 *k = calloc(1, sizeof *k);
+    if (!k)
+        return set_err(p, PLAT_ERR_NOMEM, "out of memory");
+    p->priv = k;
+    struct utsname u;
+    k->native = uname(&u) == 0 && strcmp(u.machine, "riscv64") == 0;
+    const struct plat_settings *s = &p->set;
+
+    if (s->cc && *s->cc)
+        snprintf(k->cc, sizeof k->cc, "%s", s->cc);
+    else if (k->native)
+        snprintf(k->cc, sizeof k->cc, "%s", cmd_found("cc") ? "cc" : "clang");
+    else
+        snprintf(k->cc, sizeof k->cc, "%s", K3_CROSS_CC);
+    if (s->cflags)
+        snprintf(k->cflags, sizeof k->cflags, "%s", s->cflags);
+    else
+        snprintf(k->cflags, sizeof k->cflags, "%s", k->native ? "-O3 " K3_NATIVE_MARCH : "-O3");
+    if (s->runner)
+        snprintf(k->runner, sizeof k->runner, "%s", s->runner);
+    else
+        snprintf(k->runner, sizeof k->runner, "%s", k->native ? "" : K3_QEMU);
+    k->emulated = !k->native || strstr(k->runner, "qemu") != NULL;
+    k->is_clang = strstr(k->cc, "clang") != NULL;
+
+    if (!cmd_found(k->cc))
+        return set_err(p, PLAT_ERR_NO_TOOLCHAIN,
+                       "compiler '%.200s' not found in PATH (set platform.k3.cc)", k->cc);
+    if (k->runner[0] && !cmd_found(k->runner))
+        return set_err(p, PLAT_ERR_NO_RUNNER,
+                       "runner '%.200s' not found in PATH (install qemu-user, or set platform.k3.runner)",
+                       k->runner);
+
+    if (s->work_dir && *s->work_dir) {
+        if (strlen(s->work_dir) >= sizeof k->work)
+            return set_err(p, PLAT_ERR_WORKDIR, "work dir path too long (max %zu)", sizeof k->work - 1);
+        snprintf(k->work, sizeof k->work, "%s", s->work_dir);
+        mkdir(k->work, 0700);
+    } else {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(k->work, sizeof k->work, "%.150s/kope-k3-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(k->work))
+            return set_err(p, PLAT_ERR_WORKDIR, "mkdtemp %.300s: %.100s", k->work, strerror(errno));
+        k->own_work = 1;
+    }
+    snprintf(k->rt, sizeof k->rt, "%s/rt", k->work);
+    if (mkdir(k->rt, 0700) != 0 && errno != EEXIST)
+        return set_err(p, PLAT_ERR_WORKDIR, "mkdir %.300s: %.100s", k->rt, strerror(errno));
+    blas_find(k, s->deps_sysroot);
+    return toolchain_check(p, k);
+}
+
+static void k3_close(struct platform *p)
+{
+    struct k3 *k = p->priv;
+    if (!k)
+        return;
+    if (k->own_work && k->work[0])
+        rm_tree(k->work);
+    free(k);
+    p->priv = NULL;
+}
+
+static int k3_describe(struct platform *p, struct plat_desc *out)
+{
+    struct k3 *k = p->priv;
+    snprintf(out->name, sizeof out->name, "k3");
+    snprintf(out->arch, sizeof out->arch, "riscv64");
+    snprintf(out->isa, sizeof out->isa, "rv64gcv_zba_zbb_zbs");
+    out->vlen_bits = k->emulated ? 256 : 0; /* natively: from `kope probe` */
+    out->emulated = k->emulated;
+    snprintf(out->cc, sizeof out->cc, "%.150s %.100s", k->cc, k->cflags);
+    snprintf(out->runner, sizeof out->runner, "%.250s", k->runner);
+    snprintf(out->note, sizeof out->note, "%s%s",
+             k->emulated ? "emulated (qemu-user): correctness and instruction counts only, "
+                           "times are not speeds"
+                         : "native riscv64",
+             k->blas_dir[0] ? "; OpenBLAS baseline for matmul" : "; no OpenBLAS baseline found");
+    return 0;
+}
+
+/* ------------------------------------------------------ harness objects --- */
+
+static int rt_compile(struct platform *p, const char *src, const char *obj, const char *flags,
+                      const char *defs)
+{
+    struct k3 *k = p->priv;
+    char diag[2048];
+    struct cmd c;
+    cmd_init(&c);
+    cmd_split(&c, k->cc);
+    cmd_split(&c, k->native ? K3_NATIVE_MARCH : NULL);
+    cmd_split(&c, flags);
+    cmd_split(&c, defs);
+    cmd_arg(&c, "-I%s", k->rt);
+    if (k->blas_dir[0])
+        cmd_arg(&c, "-I%s/include", k->blas_dir);
+    cmd_arg(&c, "-c");
+    cmd_arg(&c, "%s/%s", k->rt, src);
+    cmd_arg(&c, "-o");
+    cmd_arg(&c, "%s/%s", k->rt, obj);
+    struct k3_run_result res;
+    int rc = run_tool(p, &c, diag, sizeof diag, &res);
+    if (rc)
+        return rc;
+    if (!tool_ok(&res)) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "%.290s", diag);
+        return set_err(p, PLAT_ERR_HARNESS, "harness file %s does not build: %.300s", src, msg);
+    }
+    return 0;
+}
+
+static int rt_build(struct platform *p)
+{
+    struct k3 *k = p->priv;
+    char path[K3_PATH_MAX + 64], name[96];
+    if (k->rt_built)
+        return 0;
+    for (size_t i = 0; i < sizeof rt_files / sizeof rt_files[0]; i++) {
+        snprintf(name, sizeof name, "platform/k3/embed/%s", rt_files[i]);
+        const struct embed_file *e = embed_find(name);
+        if (!e)
+            return set_err(p, PLAT_ERR_HARNESS, "embedded file %s missing", name);
+        snprintf(path, sizeof path, "%s/%s", k->rt, rt_files[i]);
+        if (file_write(path, e->data, e->len))
+            return set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", path);
+    }
+    const struct embed_file *abi = embed_find("platform/kernel_abi.h");
+    if (!abi)
+        return set_err(p, PLAT_ERR_HARNESS, "embedded kernel_abi.h missing");
+    snprintf(path, sizeof path, "%s/kernel_abi.h", k->rt);
+    if (file_write(path, abi->data, abi->len))
+        return set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", path);
+    int rc = rt_compile(p, "harness.c", "harness.o", "-O2", NULL);
+    if (!rc)
+        rc = rt_compile(p, "ref.c", "ref.o", "-O2", NULL);
+    if (!rc)
+        rc = rt_compile(p, "blas.c", "blas.o", "-O2", k->blas_dir[0] ? "-DHAVE_OPENBLAS" : NULL);
+    if (rc)
+        return rc;
+    k->rt_built = 1;
+    return 0;
+}
+
+/* Baselines for one op: scalar (-O2, vectorizer off) and auto-vectorized (-O3). */
+static int rt_base(struct platform *p, enum plat_op op)
+{
+    struct k3 *k = p->priv;
+    char obj[64], defs[128];
+    for (int v = 0; v < 2; v++) {
+        if (k->base_built[v] & (1u << op))
+            continue;
+        snprintf(obj, sizeof obj, "base_%s_%d.o", v ? "autovec" : "scalar", (int)op);
+        snprintf(defs, sizeof defs, "-DKOPE_BASE_OP=%d -DKOPE_BASE_NAME=%s", (int)op,
+                 v ? "kope_base_autovec" : "kope_base_scalar");
+        const char *flags = v ? "-O3"
+                              : (k->is_clang ? "-O2 -fno-vectorize -fno-slp-vectorize"
+                                             : "-O2 -fno-tree-vectorize");
+        int rc = rt_compile(p, "base.c", obj, flags, defs);
+        if (rc)
+            return rc;
+        k->base_built[v] |= 1u << op;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------- compile --- */
+
+static int k3_compile(struct platform *p, const struct plat_task *t, const char *src, size_t len,
+                      struct plat_build *out)
+{
+    struct k3 *k = p->priv;
+    double t0 = now_ms();
+    int rc = rt_build(p);
+    if (!rc)
+        rc = rt_base(p, t->op);
+    if (rc)
+        return rc;
+    out->id = ++k->next_id;
+    char dir[256], file[K3_PATH_MAX + 64], obj[K3_PATH_MAX + 64];
+    snprintf(dir, sizeof dir, "%s/c%llu", k->work, (unsigned long long)out->id);
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return set_err(p, PLAT_ERR_WORKDIR, "mkdir %.300s: %.100s", dir, strerror(errno));
+    snprintf(file, sizeof file, "%s/cand.c", dir);
+    snprintf(obj, sizeof obj, "%s/cand.o", dir);
+    int screen = !(p->set.flags & PLAT_SET_UNSAFE_NO_SCREEN);
+
+    /* gate 1: the source screen */
+    if (screen && k3_screen_source(src, len, &out->screen_rule, out->detail, sizeof out->detail)) {
+        out->reason = PLAT_FAIL_SCREEN_REJECTED;
+        goto done;
+    }
+    if (len > PLAT_SRC_MAX) {
+        out->reason = PLAT_FAIL_SCREEN_REJECTED;
+        out->screen_rule = PLAT_SCREEN_TOO_BIG;
+        snprintf(out->detail, sizeof out->detail, "source over %d bytes", PLAT_SRC_MAX);
+        goto done;
+    }
+    if (file_write(file, src, len))
+        return set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", file);
+
+    /* compile the candidate alone */
+    struct cmd c;
+    struct k3_run_result res;
+    cmd_init(&c);
+    cmd_split(&c, k->cc);
+    cmd_split(&c, k->cflags);
+    cmd_split(&c, "-std=gnu11 -fno-common -Werror=implicit-function-declaration");
+    cmd_arg(&c, "-I%s", k->rt);
+    cmd_arg(&c, "-c");
+    cmd_arg(&c, "%s", file);
+    cmd_arg(&c, "-o");
+    cmd_arg(&c, "%s", obj);
+    rc = run_tool(p, &c, out->diag, sizeof out->diag, &res);
+    if (rc)
+        return rc;
+    out->diag_truncated = res.truncated;
+    if (!tool_ok(&res)) {
+        out->reason = PLAT_FAIL_COMPILE_ERROR;
+        snprintf(out->detail, sizeof out->detail, "%s",
+                 res.timed_out ? "compiler timed out" : "compiler rejected the source");
+        goto done;
+    }
+
+    /* gate 2: the object check */
+    if (screen) {
+        rc = k3_screen_object(obj, &out->screen_rule, out->detail, sizeof out->detail);
+        if (rc < 0)
+            return set_err(p, rc, "object check: %.300s", out->detail);
+        if (rc == 1) {
+            rc = 0;
+            out->reason = PLAT_FAIL_SCREEN_REJECTED;
+            goto done;
+        }
+    }
+
+    /* link the harness program */
+    snprintf(out->path, sizeof out->path, "%s/harness", dir);
+    cmd_init(&c);
+    cmd_split(&c, k->cc);
+    cmd_split(&c, k->native ? K3_NATIVE_MARCH : NULL);
+    cmd_split(&c, "-static -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc");
+    cmd_arg(&c, "%s/harness.o", k->rt);
+    cmd_arg(&c, "%s/ref.o", k->rt);
+    cmd_arg(&c, "%s/blas.o", k->rt);
+    cmd_arg(&c, "%s/base_scalar_%d.o", k->rt, (int)t->op);
+    cmd_arg(&c, "%s/base_autovec_%d.o", k->rt, (int)t->op);
+    cmd_arg(&c, "%s", obj);
+    if (k->blas_dir[0]) {
+        cmd_arg(&c, "-L%s/lib", k->blas_dir);
+        cmd_arg(&c, "-lopenblas");
+    }
+    cmd_arg(&c, "-lm");
+    cmd_arg(&c, "-o");
+    cmd_arg(&c, "%s", out->path);
+    char link_diag[1024];
+    rc = run_tool(p, &c, link_diag, sizeof link_diag, &res);
+    if (rc)
+        return rc;
+    if (!tool_ok(&res)) {
+        out->reason = PLAT_FAIL_COMPILE_ERROR;
+        snprintf(out->detail, sizeof out->detail, "link failed");
+        size_t dl = strlen(out->diag);
+        snprintf(out->diag + dl, sizeof out->diag - dl, "%s", link_diag);
+        out->path[0] = '\0';
+        goto done;
+    }
+    out->ok = 1;
+done:
+    out->compile_ms = now_ms() - t0;
+    return 0;
+}
+
+static void k3_build_free(struct platform *p, struct plat_build *b)
+{
+    struct k3 *k = p->priv;
+    if (!k || !b->id)
+        return;
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/c%llu", k->work, (unsigned long long)b->id);
+    rm_tree(dir);
+    b->path[0] = '\0';
+    b->ok = 0;
+}
+
+/* ------------------------------------------------------- harness runs --- */
+
+static enum plat_fail fail_parse(const char *s)
+{
+    for (int f = 0; f < PLAT_FAIL_COUNT; f++)
+        if (strcmp(plat_fail_name((enum plat_fail)f), s) == 0)
+            return (enum plat_fail)f;
+    return PLAT_FAIL_HARNESS;
+}
+
+struct htime {
+    char name[PLAT_NAME_MAX];
+    double med, min, spread;
+    int reps, warm;
+};
+
+/* What a harness run produced, before it is turned into a result struct. */
+struct hrun {
+    struct k3_run_result res;
+    char out[1024];               /* first bytes of the candidate's stdout/stderr */
+    int done;
+    enum plat_fail fail;          /* from a `fail` line, NONE if none */
+    int fail_sig;
+    char fail_detail[PLAT_DETAIL_MAX];
+    struct plat_case cases[PLAT_MAX_CASES];
+    int n_cases;
+    struct htime times[PLAT_MAX_BASELINES + 1];
+    int n_times;
+    char method[160];
+    uint64_t icount[PLAT_MAX_BASELINES + 1][3];
+    int has_icount;
+};
+
+static void report_parse(char *text, struct hrun *h)
+{
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (strcmp(line, "done") == 0) {
+            h->done = 1;
+        } else if (strncmp(line, "fail ", 5) == 0) {
+            char reason[48] = "";
+            int sig = 0, off = 0;
+            if (sscanf(line + 5, "%47s %d %n", reason, &sig, &off) >= 2 && h->fail == PLAT_FAIL_NONE) {
+                h->fail = fail_parse(reason);
+                h->fail_sig = sig;
+                snprintf(h->fail_detail, sizeof h->fail_detail, "%s", line + 5 + off);
+            }
+        } else if (strncmp(line, "case ", 5) == 0 && h->n_cases < PLAT_MAX_CASES) {
+            struct plat_case *c = &h->cases[h->n_cases];
+            char label[48], reason[48];
+            unsigned long long v[6], fb;
+            int pass;
+            if (sscanf(line + 5, "%47s %llu %llu %llu %llu %llu %llu %d %47s %lf %lf %lf %llu", label,
+                       &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &pass, reason, &c->max_abs,
+                       &c->max_rel, &c->norm_err, &fb) == 13) {
+                snprintf(c->label, sizeof c->label, "%s", label);
+                c->n = v[0]; c->rows = v[1]; c->cols = v[2]; c->m = v[3]; c->k = v[4]; c->batch = v[5];
+                c->pass = pass;
+                c->reason = fail_parse(reason);
+                c->first_bad = fb;
+                h->n_cases++;
+            }
+        } else if (strncmp(line, "time ", 5) == 0 && h->n_times < PLAT_MAX_BASELINES + 1) {
+            struct htime *t = &h->times[h->n_times];
+            char name[PLAT_NAME_MAX];
+            if (sscanf(line + 5, "%63s %lf %lf %lf %d %d", name, &t->med, &t->min, &t->spread,
+                       &t->reps, &t->warm) == 6) {
+                snprintf(t->name, sizeof t->name, "%s", name);
+                h->n_times++;
+            }
+        } else if (strncmp(line, "method ", 7) == 0) {
+            size_t l = strlen(h->method);
+            snprintf(h->method + l, sizeof h->method - l, "%s%s", l ? "; " : "", line + 7);
+        } else if (strncmp(line, "icount ", 7) == 0) {
+            /* from the qemu plugin: icount REGION TOTAL VECTOR VMEM */
+            int region;
+            unsigned long long a, b, c;
+            if (sscanf(line + 7, "%d %llu %llu %llu", &region, &a, &b, &c) == 4 && region >= 0 &&
+                region <= PLAT_MAX_BASELINES) {
+                h->icount[region][0] = a;
+                h->icount[region][1] = b;
+                h->icount[region][2] = c;
+                h->has_icount = 1;
+            }
+        }
+    }
+}
+
+static int harness_run(struct platform *p, const struct plat_task *t, const struct plat_build *b,
+                       const char *mode, struct hrun *h)
+{
+    struct k3 *k = p->priv;
+    memset(h, 0, sizeof *h);
+    char dir[256], report[K3_PATH_MAX + 64], icount_out[K3_PATH_MAX + 64];
+    snprintf(dir, sizeof dir, "%s/c%llu", k->work, (unsigned long long)b->id);
+    snprintf(report, sizeof report, "%s/%s.report", dir, mode);
+    snprintf(icount_out, sizeof icount_out, "%s/%s.icount", dir, mode);
+    unlink(report);
+    unlink(icount_out);
+    const struct plat_settings *s = &p->set;
+    struct cmd c;
+    cmd_init(&c);
+    cmd_split(&c, k->runner);
+    if (k->emulated && s->icount_plugin && *s->icount_plugin && strcmp(mode, "measure") == 0) {
+        cmd_arg(&c, "-plugin");
+        cmd_arg(&c, "%s,outfile=%s", s->icount_plugin, icount_out);
+    }
+    cmd_arg(&c, "%s", b->path);
+    cmd_arg(&c, "mode=%s", mode);
+    cmd_arg(&c, "op=%s", plat_op_name(t->op));
+    cmd_arg(&c, "n=%llu", (unsigned long long)t->n);
+    cmd_arg(&c, "rows=%llu", (unsigned long long)t->rows);
+    cmd_arg(&c, "cols=%llu", (unsigned long long)t->cols);
+    cmd_arg(&c, "m=%llu", (unsigned long long)t->m);
+    cmd_arg(&c, "k=%llu", (unsigned long long)t->k);
+    cmd_arg(&c, "batch=%llu", (unsigned long long)t->batch);
+    cmd_arg(&c, "rtol=%.17g", t->rtol);
+    cmd_arg(&c, "atol=%.17g", t->atol);
+    cmd_arg(&c, "seed=%llu", (unsigned long long)(0x6b6f7065ull + b->id * 1000003ull));
+    cmd_arg(&c, "report=%s", report);
+    cmd_arg(&c, "min_ms=%d", s->min_repeat_ms > 0 ? s->min_repeat_ms
+                             : k->emulated ? K3_MIN_REPEAT_MS_EMULATED : K3_MIN_REPEAT_MS_NATIVE);
+    cmd_arg(&c, "max_rep=%d", s->max_repeats > 0 ? s->max_repeats : 1000);
+    cmd_arg(&c, "max_work=%.0f", k->emulated ? K3_MAX_WORK_EMULATED : 0.0);
+    int hf = 0;
+    if (s->flags & PLAT_SET_FLUSH_CACHE) hf |= H_FLAG_FLUSH;
+    if (s->flags & PLAT_SET_NO_BASELINES) hf |= H_FLAG_NO_BASELINES;
+    if (s->flags & PLAT_SET_NO_PIN) hf |= H_FLAG_NO_PIN;
+    cmd_arg(&c, "flags=%d", hf);
+    if (c.overflow)
+        return set_err(p, PLAT_ERR_INTERNAL, "harness command line too long");
+    int timeout = s->timeout_ms > 0 ? s->timeout_ms
+                  : k->emulated ? K3_TIMEOUT_MS_EMULATED : K3_TIMEOUT_MS_NATIVE;
+    struct k3_run r = {
+        .argv = c.argv, .cwd = dir, .timeout_ms = timeout, .cpu_s = timeout / 1000 + 1,
+        .mem_bytes = s->mem_limit_bytes ? s->mem_limit_bytes : K3_MEM_LIMIT,
+        .fsize_bytes = (uint64_t)64 << 20,
+        .output_cap = s->output_cap_bytes ? s->output_cap_bytes : K3_OUTPUT_CAP,
+        .out = h->out, .out_len = sizeof h->out,
+    };
+    int rc = k3_child_run(&r, &h->res, p->err, sizeof p->err);
+    if (rc)
+        return rc;
+    /* the report file; a missing one just means the run died early */
+    FILE *f = fopen(report, "rb");
+    if (f) {
+        char *text = malloc(K3_REPORT_MAX + 1);
+        if (!text) {
+            fclose(f);
+            return set_err(p, PLAT_ERR_NOMEM, "out of memory");
+        }
+        size_t n = fread(text, 1, K3_REPORT_MAX, f);
+        text[n] = '\0';
+        fclose(f);
+        report_parse(text, h);
+        free(text);
+    }
+    f = fopen(icount_out, "rb");
+    if (f) {
+        char text[4096];
+        size_t n = fread(text, 1, sizeof text - 1, f);
+        text[n] = '\0';
+        fclose(f);
+        report_parse(text, h);
+    }
+    return 0;
+}
+
+/* The run's fate, most specific first: our kills, the harness's own verdict,
+ * then signals, then the per-case results. */
+static void classify(const struct hrun *h, enum plat_fail *reason, int *sig, char *detail,
+                     size_t dl)
+{
+    *reason = PLAT_FAIL_NONE;
+    *sig = 0;
+    if (h->res.flooded) {
+        *reason = PLAT_FAIL_OUTPUT_FLOOD;
+        snprintf(detail, dl, "printed over %llu bytes; killed", (unsigned long long)h->res.output_bytes);
+    } else if (h->res.timed_out || h->res.cpu_limit) {
+        *reason = PLAT_FAIL_TIMEOUT;
+        snprintf(detail, dl, "%s after %.0f ms", h->res.cpu_limit ? "CPU limit reached" : "no result",
+                 h->res.wall_ms);
+    } else if (h->fail != PLAT_FAIL_NONE) {
+        *reason = h->fail;
+        *sig = h->fail_sig;
+        snprintf(detail, dl, "%s", h->fail_detail);
+    } else if (h->res.signaled) {
+        *reason = PLAT_FAIL_CRASH;
+        *sig = h->res.signal;
+        snprintf(detail, dl, "killed by signal %d (%s)", h->res.signal, strsignal(h->res.signal));
+    } else if (!h->done) {
+        *reason = PLAT_FAIL_HARNESS;
+        snprintf(detail, dl, "run ended without a report (exit %d): %.120s", h->res.exit_code, h->out);
+    } else {
+        for (int i = 0; i < h->n_cases; i++)
+            if (!h->cases[i].pass) {
+                *reason = h->cases[i].reason;
+                snprintf(detail, dl, "case %s: %s at element %llu", h->cases[i].label,
+                         plat_fail_name(h->cases[i].reason), (unsigned long long)h->cases[i].first_bad);
+                break;
+            }
+    }
+}
+
+static int k3_verify(struct platform *p, const struct plat_task *t, const struct plat_build *b,
+                     struct plat_verify *out)
+{
+    struct k3 *k = p->priv;
+    struct hrun *h = malloc(sizeof *h);
+    if (!h)
+        return set_err(p, PLAT_ERR_NOMEM, "out of memory");
+    int rc = harness_run(p, t, b, "verify", h);
+    if (rc)
+        goto out;
+    out->emulated = k->emulated;
+    out->wall_ms = h->res.wall_ms;
+    out->n_cases = h->n_cases;
+    memcpy(out->cases, h->cases, sizeof h->cases);
+    for (int i = 0; i < h->n_cases; i++) {
+        const struct plat_case *c = &h->cases[i];
+        if (c->max_abs > out->max_abs) out->max_abs = c->max_abs;
+        if (c->max_rel > out->max_rel) out->max_rel = c->max_rel;
+        if (c->norm_err > out->norm_err) out->norm_err = c->norm_err;
+    }
+    classify(h, &out->reason, &out->signal, out->detail, sizeof out->detail);
+    out->pass = out->reason == PLAT_FAIL_NONE && h->done && h->n_cases > 0;
+    if (!out->pass && out->reason == PLAT_FAIL_NONE) {
+        out->reason = PLAT_FAIL_HARNESS;
+        snprintf(out->detail, sizeof out->detail, "no case was reported");
+    }
+out:
+    free(h);
+    return rc;
+}
+
+static int k3_measure(struct platform *p, const struct plat_task *t, const struct plat_build *b,
+                      struct plat_measure *out)
+{
+    struct k3 *k = p->priv;
+    struct hrun *h = malloc(sizeof *h);
+    if (!h)
+        return set_err(p, PLAT_ERR_NOMEM, "out of memory");
+    int rc = harness_run(p, t, b, "measure", h);
+    if (rc)
+        goto out;
+    out->emulated = k->emulated;
+    out->wall_ms = h->res.wall_ms;
+    classify(h, &out->reason, &out->signal, out->detail, sizeof out->detail);
+    /* a wrong result after timing, when the same kernel was right before, is state */
+    if (out->reason == PLAT_FAIL_WRONG_RESULT || out->reason == PLAT_FAIL_UNWRITTEN_OUTPUT) {
+        for (int i = 0; i < h->n_cases; i++)
+            if (strcmp(h->cases[i].label, "post-timing") == 0 && !h->cases[i].pass &&
+                h->cases[0].pass) {
+                out->reason = PLAT_FAIL_STATEFUL;
+                snprintf(out->detail, sizeof out->detail,
+                         "right before timing, wrong after it with inputs reseeded in place");
+            }
+    }
+    out->ok = out->reason == PLAT_FAIL_NONE && h->done && h->n_times > 0;
+    if (!out->ok && out->reason == PLAT_FAIL_NONE) {
+        out->reason = PLAT_FAIL_HARNESS;
+        snprintf(out->detail, sizeof out->detail, "no timing was reported");
+    }
+    snprintf(out->method, sizeof out->method, "%.110s%s", h->method,
+             k->emulated ? "; EMULATED: qemu wall time, not a speed" : "");
+    out->has_icount = h->has_icount;
+    for (int i = 0; i < h->n_times; i++) {
+        if (i == 0) {
+            out->median_ns = h->times[0].med;
+            out->min_ns = h->times[0].min;
+            out->spread = h->times[0].spread;
+            out->repeats = h->times[0].reps;
+            out->warmup = h->times[0].warm;
+            out->icount = h->icount[0][0];
+            out->icount_vector = h->icount[0][1];
+            out->icount_vmem = h->icount[0][2];
+            continue;
+        }
+        if (out->n_baselines >= PLAT_MAX_BASELINES)
+            break;
+        struct plat_baseline *bl = &out->base[out->n_baselines++];
+        snprintf(bl->name, sizeof bl->name, "%s", h->times[i].name);
+        bl->median_ns = h->times[i].med;
+        bl->min_ns = h->times[i].min;
+        bl->icount = h->icount[i][0];
+        if (!k->emulated && out->median_ns > 0)
+            bl->ratio = bl->median_ns / out->median_ns;
+        else if (k->emulated && h->has_icount && out->icount > 0)
+            bl->ratio = (double)bl->icount / (double)out->icount;
+        else
+            bl->ratio = 0; /* not claimed */
+    }
+out:
+    free(h);
+    return rc;
+}
+
+const struct platform_ops plat_k3_ops = {
+    .name = "k3",
+    .open = k3_open,
+    .close = k3_close,
+    .describe = k3_describe,
+    .compile = k3_compile,
+    .verify = k3_verify,
+    .measure = k3_measure,
+    .probe = NULL, /* k3_probe (platform/k3/probe.c) once it exists */
+    .build_free = k3_build_free,
+};

@@ -1,0 +1,101 @@
+/*
+ * platform/k3/k3.h - internals shared by the files of the K3 (RISC-V RVV)
+ * target: its private state, the sandboxed child runner, the source screen
+ * and the object check. Only the files of platform/k3 include this; core/ sees the
+ * target only through struct platform_ops (plat_k3_ops).
+ *
+ * Files, in reading order:
+ *   k3.c       the ops table: toolchain selection, compile, verify, measure
+ *   sandbox.c  one child process with CPU/AS/FSIZE/core limits, a wall-clock
+ *              timeout and an output cap (k3_child_run)
+ *   screen.c   the source screen and the ELF object check
+ *   embed/     the riscv64 harness that checks and times a candidate
+ */
+#ifndef KOPE_K3_H
+#define KOPE_K3_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "platform/platform.h"
+
+#ifndef K3_PATH_MAX
+#define K3_PATH_MAX 512
+#endif
+#ifndef K3_CMD_MAX
+#define K3_CMD_MAX 512
+#endif
+
+/* The target's state behind struct platform.priv. */
+struct k3 {
+    char cc[K3_CMD_MAX];      /* compiler command (words split on spaces) */
+    char cflags[K3_CMD_MAX];  /* candidate flags */
+    char runner[K3_CMD_MAX];  /* "" = run directly */
+    int native;               /* running on riscv64 */
+    int emulated;             /* candidates run under an emulator */
+    int is_clang;
+    char work[200];           /* work dir; removed at close when own_work */
+    int own_work;
+    char rt[210];             /* work/rt: harness sources and objects */
+    int rt_built;
+    char blas_dir[256];       /* riscv64 sysroot with libopenblas.a, "" = none */
+    uint64_t next_id;
+    uint32_t base_built[2];   /* bit per op: baseline objects compiled (scalar, autovec) */
+};
+
+/* ------------------------------------------------------------- sandbox --- */
+
+struct k3_run {
+    char *const *argv;        /* argv[0] searched in PATH */
+    const char *cwd;          /* NULL = inherit */
+    int timeout_ms;           /* wall clock; the child's process group is killed */
+    int cpu_s;                /* RLIMIT_CPU, 0 = none */
+    uint64_t mem_bytes;       /* RLIMIT_AS, 0 = none */
+    uint64_t fsize_bytes;     /* RLIMIT_FSIZE, 0 = none */
+    uint64_t output_cap;      /* stdout+stderr bytes before the child is killed; 0 = 1 MiB */
+    char *out;                /* first out_len-1 bytes of output kept here (NUL-terminated) */
+    size_t out_len;
+};
+
+struct k3_run_result {
+    int exited, exit_code;    /* normal exit */
+    int signaled, signal;     /* killed by a signal (not by us) */
+    int timed_out;            /* we killed it at the wall-clock timeout */
+    int flooded;              /* we killed it at the output cap */
+    int cpu_limit;            /* killed by SIGXCPU (RLIMIT_CPU) */
+    uint64_t output_bytes;    /* total seen (counting past the cap) */
+    int truncated;            /* output did not fit in out */
+    double wall_ms;
+};
+
+/* Run argv in a child with the limits in r; returns 0 when the child ran
+ * (whatever its fate, see res), PLAT_ERR_SPAWN with err set otherwise. */
+int k3_child_run(const struct k3_run *r, struct k3_run_result *res, char *err, size_t err_len);
+
+/* Split a command string on blanks into argv (no quoting). Appends to argv
+ * from *argc, at most max entries including the NULL; words point into buf
+ * (a copy of cmd the caller provides, buf_len bytes). Returns 0 or -1 when
+ * something does not fit. */
+int k3_argv_split(const char *cmd, char *buf, size_t buf_len, char **argv, int *argc, int max);
+
+/* -------------------------------------------------------------- screen --- */
+
+/* Screen candidate source: returns 0 if clean, 1 if rejected (rule and a
+ * detail naming the offending token and line filled in). */
+int k3_screen_source(const char *src, size_t len, enum plat_screen_rule *rule,
+                     char *detail, size_t detail_len);
+
+/* Check the compiled candidate object (ELF64 relocatable): no writable or
+ * init/fini sections, no undefined symbol outside the allow-list (libm,
+ * memcpy/memset), no global definition except kope_kernel. 0 clean, 1
+ * rejected, PLAT_ERR_IO when the file cannot be read or is not ELF64. */
+int k3_screen_object(const char *path, enum plat_screen_rule *rule, char *detail,
+                     size_t detail_len);
+
+/* ---------------------------------------------------------------- probe --- */
+
+/* `kope probe` for this target (platform/k3/probe.c, issue 3's other half).
+ * Not yet wired: plat_k3_ops.probe is NULL until it exists. */
+int k3_probe(struct platform *p, struct plat_probe *out);
+
+#endif

@@ -1,0 +1,443 @@
+/*
+ * platform/k3/screen.c - two gates a candidate passes before it ever runs.
+ *
+ * 1. The source screen reads the C text (comments and string literals
+ *    skipped) and refuses: #include outside the allow-list; asm; constructor,
+ *    destructor and other attribute tricks (section, alias, ifunc, weak, ...);
+ *    thread-local storage; identifiers of system, process, file, network,
+ *    allocation, timer and output functions. It is a tokenizer, not a
+ *    compiler: it can be fooled by macro token pasting, which is why gate 2
+ *    exists.
+ * 2. The object check reads the compiled ELF64 relocatable and refuses:
+ *    writable sections (.data/.bss/.sdata/.sbss/.tdata/.tbss: state that can
+ *    cache across calls), init/fini sections (constructors), any undefined
+ *    symbol outside a small allow-list (libm, memcpy/memset/memmove), and any
+ *    global definition other than kope_kernel (so a candidate cannot replace
+ *    clock_gettime, malloc wrappers or harness functions at link time).
+ * Both gates name the rule and the token, so the agent learns why.
+ */
+#include <ctype.h>
+#include <elf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "platform/k3/k3.h"
+
+/* ----------------------------------------------------------- the lists --- */
+
+static const char *const allowed_headers[] = {
+    "stddef.h", "stdint.h", "math.h", "float.h", "string.h", "riscv_vector.h",
+    "kernel_abi.h", "platform/kernel_abi.h", "stdbool.h", "limits.h",
+};
+
+/* Identifiers refused anywhere in the source (as whole tokens). */
+static const char *const forbidden_calls[] = {
+    /* processes */
+    "fork", "vfork", "clone", "clone3", "system", "popen", "execl", "execle", "execlp",
+    "execv", "execve", "execvp", "execvpe", "fexecve", "posix_spawn", "posix_spawnp",
+    "kill", "raise", "abort", "exit", "_exit", "_Exit", "atexit", "at_quick_exit",
+    "signal", "sigaction", "ptrace", "syscall", "setjmp", "longjmp", "pthread_create",
+    "dlopen", "dlsym", "getenv", "setenv", "prctl", "sleep", "usleep", "nanosleep",
+    /* files */
+    "open", "openat", "creat", "fopen", "freopen", "fdopen", "read", "write", "pread",
+    "pwrite", "close", "unlink", "remove", "rename", "ioctl", "mknod", "chmod",
+    /* network */
+    "socket", "connect", "bind", "listen", "accept", "accept4", "send", "sendto",
+    "sendmsg", "recv", "recvfrom", "recvmsg", "getaddrinfo", "gethostbyname",
+    /* memory */
+    "malloc", "calloc", "realloc", "free", "aligned_alloc", "posix_memalign",
+    "memalign", "valloc", "pvalloc", "alloca", "__builtin_alloca",
+    "__builtin_alloca_with_align", "mmap", "munmap", "mprotect", "brk", "sbrk",
+    /* output */
+    "printf", "fprintf", "dprintf", "sprintf", "snprintf", "vprintf", "puts", "fputs",
+    "putchar", "fputc", "putc", "fwrite", "perror", "stdout", "stderr",
+    /* timers (a candidate must not read or patch them) */
+    "clock_gettime", "gettimeofday", "time", "clock", "rdtime", "rdcycle",
+    "__builtin_readcyclecounter", "__builtin_frame_address",
+    "__builtin_return_address", "__builtin_extract_return_addr",
+    "__builtin___clear_cache", "__builtin_longjmp", "__builtin_setjmp",
+    /* the harness's own symbols */
+    "main", "kope_icount_begin", "kope_icount_end", "kope_base_scalar",
+    "kope_base_autovec", "__wrap_malloc", "__real_malloc",
+};
+
+static const char *const asm_words[] = {"asm", "__asm", "__asm__"};
+static const char *const state_words[] = {"_Thread_local", "thread_local", "__thread"};
+static const char *const ctor_attrs[] = {"constructor", "destructor", "init_priority"};
+static const char *const bad_attrs[] = {
+    "section", "alias", "weakref", "weak", "ifunc", "naked", "cleanup",
+    "visibility", "symver",
+};
+
+static int in_list(const char *w, const char *const *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(w, list[i]) == 0)
+            return 1;
+    return 0;
+}
+#define IN(w, list) in_list((w), (list), sizeof(list) / sizeof((list)[0]))
+
+/* "__constructor__" -> "constructor" */
+static void attr_strip(const char *w, char *out, size_t out_len)
+{
+    size_t n = strlen(w);
+    if (n > 4 && w[0] == '_' && w[1] == '_' && w[n - 1] == '_' && w[n - 2] == '_') {
+        w += 2;
+        n -= 4;
+    }
+    if (n >= out_len)
+        n = out_len - 1;
+    memcpy(out, w, n);
+    out[n] = '\0';
+}
+
+/* ---------------------------------------------------------- the screen --- */
+
+struct lexer {
+    const char *s;
+    size_t len, i;
+    int line;
+    int bol; /* at beginning of a line (only blanks so far) */
+};
+
+/* Skip blanks, comments, string and char literals; stop at the next token
+ * character. Returns 0 at end. */
+static int lex_skip(struct lexer *lx)
+{
+    while (lx->i < lx->len) {
+        char c = lx->s[lx->i];
+        if (c == '\n') {
+            lx->line++;
+            lx->bol = 1;
+            lx->i++;
+        } else if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
+            lx->i++;
+        } else if (c == '\\' && lx->i + 1 < lx->len && lx->s[lx->i + 1] == '\n') {
+            lx->i += 2;
+            lx->line++;
+        } else if (c == '/' && lx->i + 1 < lx->len && lx->s[lx->i + 1] == '/') {
+            while (lx->i < lx->len && lx->s[lx->i] != '\n')
+                lx->i++;
+        } else if (c == '/' && lx->i + 1 < lx->len && lx->s[lx->i + 1] == '*') {
+            lx->i += 2;
+            while (lx->i + 1 < lx->len && !(lx->s[lx->i] == '*' && lx->s[lx->i + 1] == '/')) {
+                if (lx->s[lx->i] == '\n')
+                    lx->line++;
+                lx->i++;
+            }
+            lx->i += 2;
+        } else if (c == '"' || c == '\'') {
+            lx->i++;
+            while (lx->i < lx->len && lx->s[lx->i] != c && lx->s[lx->i] != '\n') {
+                if (lx->s[lx->i] == '\\')
+                    lx->i++;
+                lx->i++;
+            }
+            lx->i++;
+            lx->bol = 0;
+        } else {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Read an identifier at lx->i into w (capped); returns its length or 0. */
+static size_t lex_ident(struct lexer *lx, char *w, size_t w_len)
+{
+    size_t n = 0;
+    while (lx->i < lx->len && (isalnum((unsigned char)lx->s[lx->i]) || lx->s[lx->i] == '_')) {
+        if (n + 1 < w_len)
+            w[n++] = lx->s[lx->i];
+        lx->i++;
+    }
+    w[n] = '\0';
+    return n;
+}
+
+static int reject(enum plat_screen_rule r, enum plat_screen_rule *rule, char *detail,
+                  size_t dl, int line, const char *what, const char *tok)
+{
+    *rule = r;
+    snprintf(detail, dl, "line %d: %s '%s'", line, what, tok);
+    return 1;
+}
+
+/* The directive at the current '#': only #include matters (others pass). */
+static int screen_directive(struct lexer *lx, enum plat_screen_rule *rule, char *detail, size_t dl)
+{
+    char w[64];
+    lx->i++; /* '#' */
+    while (lx->i < lx->len && (lx->s[lx->i] == ' ' || lx->s[lx->i] == '\t'))
+        lx->i++;
+    lex_ident(lx, w, sizeof w);
+    if (strcmp(w, "include_next") == 0 || strcmp(w, "import") == 0 || strcmp(w, "embed") == 0)
+        return reject(PLAT_SCREEN_HEADER, rule, detail, dl, lx->line, "directive", w);
+    if (strcmp(w, "include") != 0)
+        return 0;
+    while (lx->i < lx->len && (lx->s[lx->i] == ' ' || lx->s[lx->i] == '\t'))
+        lx->i++;
+    char close = 0;
+    if (lx->i < lx->len && lx->s[lx->i] == '<')
+        close = '>';
+    else if (lx->i < lx->len && lx->s[lx->i] == '"')
+        close = '"';
+    if (!close)
+        return reject(PLAT_SCREEN_HEADER, rule, detail, dl, lx->line,
+                      "#include of a macro is not allowed", "#include");
+    lx->i++;
+    char h[128];
+    size_t n = 0;
+    while (lx->i < lx->len && lx->s[lx->i] != close && lx->s[lx->i] != '\n') {
+        if (n + 1 < sizeof h)
+            h[n++] = lx->s[lx->i];
+        lx->i++;
+    }
+    h[n] = '\0';
+    if (lx->i < lx->len && lx->s[lx->i] == close)
+        lx->i++;
+    if (!IN(h, allowed_headers))
+        return reject(PLAT_SCREEN_HEADER, rule, detail, dl, lx->line,
+                      "header outside the allow-list (stddef.h stdint.h math.h float.h "
+                      "string.h riscv_vector.h kernel_abi.h)", h);
+    return 0;
+}
+
+/* Inside __attribute__((...)) or [[...]]: check every identifier until the
+ * brackets balance. */
+static int screen_attribute(struct lexer *lx, char open, char close, enum plat_screen_rule *rule,
+                            char *detail, size_t dl)
+{
+    int depth = 0;
+    char w[64], a[64];
+    while (lex_skip(lx)) {
+        char c = lx->s[lx->i];
+        if (c == open) {
+            depth++;
+            lx->i++;
+        } else if (c == close) {
+            lx->i++;
+            if (--depth <= 0)
+                return 0;
+        } else if (isalpha((unsigned char)c) || c == '_') {
+            lex_ident(lx, w, sizeof w);
+            attr_strip(w, a, sizeof a);
+            if (IN(a, ctor_attrs))
+                return reject(PLAT_SCREEN_CTOR, rule, detail, dl, lx->line, "attribute", w);
+            if (IN(a, bad_attrs))
+                return reject(PLAT_SCREEN_ATTRIBUTE, rule, detail, dl, lx->line, "attribute", w);
+        } else {
+            lx->i++;
+        }
+        if (depth == 0 && open == '[')
+            return 0;
+    }
+    return 0;
+}
+
+int k3_screen_source(const char *src, size_t len, enum plat_screen_rule *rule, char *detail,
+                     size_t detail_len)
+{
+    struct lexer lx = {src, len, 0, 1, 1};
+    char w[128];
+    int has_kernel = 0;
+    *rule = PLAT_SCREEN_NONE;
+    if (detail_len)
+        detail[0] = '\0';
+    if (len > PLAT_SRC_MAX) {
+        *rule = PLAT_SCREEN_TOO_BIG;
+        snprintf(detail, detail_len, "source is %zu bytes, over the %d-byte cap", len, PLAT_SRC_MAX);
+        return 1;
+    }
+    if (memchr(src, '\0', len)) {
+        *rule = PLAT_SCREEN_TOO_BIG;
+        snprintf(detail, detail_len, "source contains a NUL byte");
+        return 1;
+    }
+    while (lex_skip(&lx)) {
+        char c = src[lx.i];
+        if (c == '#' && lx.bol) {
+            if (screen_directive(&lx, rule, detail, detail_len))
+                return 1;
+            continue;
+        }
+        lx.bol = 0;
+        if (isalpha((unsigned char)c) || c == '_') {
+            lex_ident(&lx, w, sizeof w);
+            if (strcmp(w, "kope_kernel") == 0 || strcmp(w, "KOPE_KERNEL") == 0)
+                has_kernel = 1;
+            if (IN(w, asm_words))
+                return reject(PLAT_SCREEN_ASM, rule, detail, detail_len, lx.line, "inline assembly", w);
+            if (IN(w, state_words))
+                return reject(PLAT_SCREEN_STATE, rule, detail, detail_len, lx.line,
+                              "thread-local storage", w);
+            if (IN(w, forbidden_calls))
+                return reject(PLAT_SCREEN_CALL, rule, detail, detail_len, lx.line,
+                              "forbidden identifier", w);
+            if (strcmp(w, "__attribute__") == 0 || strcmp(w, "__attribute") == 0 ||
+                strcmp(w, "__declspec") == 0) {
+                if (screen_attribute(&lx, '(', ')', rule, detail, detail_len))
+                    return 1;
+            }
+            if (strcmp(w, "_Pragma") == 0)
+                return reject(PLAT_SCREEN_ATTRIBUTE, rule, detail, detail_len, lx.line,
+                              "operator", w);
+        } else if (isdigit((unsigned char)c)) {
+            while (lx.i < len && (isalnum((unsigned char)src[lx.i]) || src[lx.i] == '.' || src[lx.i] == '_'))
+                lx.i++;
+        } else if (c == '[' && lx.i + 1 < len && src[lx.i + 1] == '[') {
+            lx.i++;
+            if (screen_attribute(&lx, '[', ']', rule, detail, detail_len))
+                return 1;
+        } else {
+            lx.i++;
+        }
+    }
+    if (!has_kernel) {
+        *rule = PLAT_SCREEN_NO_KERNEL;
+        snprintf(detail, detail_len, "no definition of kope_kernel (KOPE_KERNEL)");
+        return 1;
+    }
+    return 0;
+}
+
+/* --------------------------------------------------- the object check --- */
+
+/* Undefined symbols a candidate object may reference. */
+static const char *const allowed_symbols[] = {
+    "memcpy", "memset", "memmove", "memcmp",
+    "expf", "exp", "exp2f", "expm1f", "logf", "log", "log2f", "log1pf", "powf", "pow",
+    "sqrtf", "sqrt", "tanhf", "tanh", "erff", "erf", "erfcf", "fabsf", "fabs",
+    "fminf", "fmaxf", "fmin", "fmax", "floorf", "ceilf", "roundf", "truncf", "rintf",
+    "lrintf", "nearbyintf", "fmaf", "fma", "ldexpf", "frexpf", "sinf", "cosf",
+    "coshf", "sinhf", "atanf", "copysignf", "scalbnf",
+    "__stack_chk_fail", "__stack_chk_guard",
+};
+
+#define OBJ_MAX_BYTES (16u << 20)
+
+int k3_screen_object(const char *path, enum plat_screen_rule *rule, char *detail, size_t dl)
+{
+    int rc = PLAT_ERR_IO;
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    FILE *f = fopen(path, "rb");
+    *rule = PLAT_SCREEN_NONE;
+    if (!f) {
+        snprintf(detail, dl, "cannot open %s", path);
+        goto out;
+    }
+    buf = malloc(OBJ_MAX_BYTES);
+    if (!buf) {
+        rc = PLAT_ERR_NOMEM;
+        goto out;
+    }
+    len = fread(buf, 1, OBJ_MAX_BYTES, f);
+    if (len < sizeof(Elf64_Ehdr) || memcmp(buf, ELFMAG, SELFMAG) != 0 ||
+        buf[EI_CLASS] != ELFCLASS64 || buf[EI_DATA] != ELFDATA2LSB) {
+        snprintf(detail, dl, "%s is not an ELF64 little-endian object", path);
+        goto out;
+    }
+    if (len == OBJ_MAX_BYTES) {
+        *rule = PLAT_SCREEN_TOO_BIG;
+        snprintf(detail, dl, "object file over %u bytes", OBJ_MAX_BYTES);
+        rc = 1;
+        goto out;
+    }
+    Elf64_Ehdr eh;
+    memcpy(&eh, buf, sizeof eh);
+    if (eh.e_shoff == 0 || eh.e_shentsize != sizeof(Elf64_Shdr) ||
+        eh.e_shoff + (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr) > len || eh.e_shstrndx >= eh.e_shnum) {
+        snprintf(detail, dl, "%s: bad section table", path);
+        goto out;
+    }
+    Elf64_Shdr *sh = calloc(eh.e_shnum ? eh.e_shnum : 1, sizeof *sh);
+    if (!sh) {
+        rc = PLAT_ERR_NOMEM;
+        goto out;
+    }
+    memcpy(sh, buf + eh.e_shoff, (size_t)eh.e_shnum * sizeof *sh);
+    rc = 0;
+    const Elf64_Shdr *strsh = &sh[eh.e_shstrndx];
+    int has_kernel = 0;
+    for (unsigned i = 0; i < eh.e_shnum && rc == 0; i++) {
+        const char *name = "";
+        if (strsh->sh_offset + sh[i].sh_name < len)
+            name = (const char *)buf + strsh->sh_offset + sh[i].sh_name;
+        if (!memchr(name, '\0', len - (size_t)((const unsigned char *)name - buf)))
+            name = "?";
+        if (sh[i].sh_type == SHT_INIT_ARRAY || sh[i].sh_type == SHT_FINI_ARRAY ||
+            sh[i].sh_type == SHT_PREINIT_ARRAY || strncmp(name, ".ctors", 6) == 0 ||
+            strncmp(name, ".dtors", 6) == 0 || strncmp(name, ".init", 5) == 0 ||
+            strncmp(name, ".fini", 5) == 0) {
+            *rule = PLAT_SCREEN_CTOR;
+            snprintf(detail, dl, "object has an init/fini section %s", name);
+            rc = 1;
+        } else if ((sh[i].sh_flags & SHF_ALLOC) && (sh[i].sh_flags & SHF_WRITE) &&
+                   sh[i].sh_size > 0 && strncmp(name, ".data.rel.ro", 12) != 0) {
+            *rule = PLAT_SCREEN_STATE;
+            snprintf(detail, dl, "object has writable storage %s (%llu bytes): state can "
+                     "survive across calls", name, (unsigned long long)sh[i].sh_size);
+            rc = 1;
+        } else if (sh[i].sh_type == SHT_SYMTAB) {
+            if (sh[i].sh_link >= eh.e_shnum || sh[i].sh_offset + sh[i].sh_size > len ||
+                sh[i].sh_entsize != sizeof(Elf64_Sym)) {
+                snprintf(detail, dl, "%s: bad symbol table", path);
+                rc = PLAT_ERR_IO;
+                break;
+            }
+            const Elf64_Shdr *ss = &sh[sh[i].sh_link];
+            if (ss->sh_offset + ss->sh_size > len || ss->sh_size == 0) {
+                snprintf(detail, dl, "%s: bad string table", path);
+                rc = PLAT_ERR_IO;
+                break;
+            }
+            const char *strtab = (const char *)buf + ss->sh_offset;
+            size_t nsym = sh[i].sh_size / sizeof(Elf64_Sym);
+            for (size_t k = 1; k < nsym && rc == 0; k++) {
+                Elf64_Sym sym;
+                memcpy(&sym, buf + sh[i].sh_offset + k * sizeof sym, sizeof sym);
+                if (sym.st_name >= ss->sh_size)
+                    continue;
+                const char *sn = strtab + sym.st_name;
+                if (!memchr(sn, '\0', ss->sh_size - sym.st_name) || !*sn)
+                    continue;
+                int bind = ELF64_ST_BIND(sym.st_info), type = ELF64_ST_TYPE(sym.st_info);
+                if (sym.st_shndx == SHN_UNDEF) {
+                    if (!IN(sn, allowed_symbols)) {
+                        *rule = PLAT_SCREEN_SYMBOL;
+                        snprintf(detail, dl, "object calls '%s', outside the allow-list "
+                                 "(libm, memcpy/memset/memmove)", sn);
+                        rc = 1;
+                    }
+                } else if (bind != STB_LOCAL && type != STT_SECTION && type != STT_FILE) {
+                    if (strcmp(sn, "kope_kernel") == 0) {
+                        has_kernel = 1;
+                    } else {
+                        *rule = PLAT_SCREEN_SYMBOL;
+                        snprintf(detail, dl, "object defines global symbol '%s': only "
+                                 "kope_kernel may be global (make helpers static)", sn);
+                        rc = 1;
+                    }
+                } else if (sym.st_shndx == SHN_COMMON) {
+                    *rule = PLAT_SCREEN_STATE;
+                    snprintf(detail, dl, "object has common storage '%s'", sn);
+                    rc = 1;
+                }
+            }
+        }
+    }
+    if (rc == 0 && !has_kernel) {
+        *rule = PLAT_SCREEN_NO_KERNEL;
+        snprintf(detail, dl, "object does not define kope_kernel");
+        rc = 1;
+    }
+    free(sh);
+out:
+    free(buf);
+    if (f)
+        fclose(f);
+    return rc;
+}

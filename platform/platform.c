@@ -1,0 +1,266 @@
+/*
+ * platform/platform.c - the one place a target is chosen, the op catalogue,
+ * and the thin wrappers that check optional members of struct platform_ops.
+ *
+ * Everything here is target-independent: names of ops/families/failures,
+ * default tolerances, and error text for the PLAT_ERR_* band. A target adds
+ * itself by appending its ops table to `targets` below.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "platform/platform.h"
+
+extern const struct platform_ops plat_k3_ops; /* platform/k3/k3.c */
+
+static const struct platform_ops *const targets[] = {
+    &plat_k3_ops,
+};
+
+/* ---------------------------------------------------------------- ops --- */
+
+struct op_info {
+    const char *name;
+    enum plat_family fam;
+    int rowwise;
+    double rtol, atol;
+};
+
+/* Default tolerances: an f32 kernel against a double reference. Pointwise
+ * arithmetic is exact to a rounding or two; transcendentals get room for
+ * polynomial approximations; long reductions and matmuls accumulate error
+ * roughly with sqrt(length), which the atol/rtol pair below covers for the
+ * suite's sizes (k up to ~14k). */
+static const struct op_info ops[PLAT_OP_COUNT] = {
+    [PLAT_OP_ADD] = {"add", PLAT_FAM_ELEMENTWISE, 0, 1e-6, 1e-6},
+    [PLAT_OP_MUL] = {"mul", PLAT_FAM_ELEMENTWISE, 0, 1e-6, 1e-6},
+    [PLAT_OP_AXPY] = {"axpy", PLAT_FAM_ELEMENTWISE, 0, 1e-5, 1e-6},
+    [PLAT_OP_SCALE] = {"scale", PLAT_FAM_ELEMENTWISE, 0, 1e-6, 1e-6},
+    [PLAT_OP_CLAMP] = {"clamp", PLAT_FAM_ELEMENTWISE, 0, 0, 0},
+    [PLAT_OP_RELU] = {"relu", PLAT_FAM_ACTIVATION, 0, 0, 0},
+    [PLAT_OP_GELU_TANH] = {"gelu_tanh", PLAT_FAM_ACTIVATION, 0, 1e-4, 1e-5},
+    [PLAT_OP_GELU_ERF] = {"gelu_erf", PLAT_FAM_ACTIVATION, 0, 1e-4, 1e-5},
+    [PLAT_OP_SILU] = {"silu", PLAT_FAM_ACTIVATION, 0, 1e-4, 1e-5},
+    [PLAT_OP_SIGMOID] = {"sigmoid", PLAT_FAM_ACTIVATION, 0, 1e-4, 1e-5},
+    [PLAT_OP_TANH] = {"tanh", PLAT_FAM_ACTIVATION, 0, 1e-4, 1e-5},
+    [PLAT_OP_EXP] = {"exp", PLAT_FAM_ACTIVATION, 0, 1e-4, 1e-6},
+    [PLAT_OP_SOFTMAX] = {"softmax", PLAT_FAM_ACTIVATION, 1, 1e-4, 1e-6},
+    [PLAT_OP_LAYERNORM] = {"layernorm", PLAT_FAM_ACTIVATION, 1, 1e-4, 1e-4},
+    [PLAT_OP_RMSNORM] = {"rmsnorm", PLAT_FAM_ACTIVATION, 1, 1e-4, 1e-4},
+    [PLAT_OP_SUM] = {"sum", PLAT_FAM_REDUCTION, 0, 1e-4, 1e-3},
+    [PLAT_OP_MAX] = {"max", PLAT_FAM_REDUCTION, 0, 0, 0},
+    [PLAT_OP_MEAN] = {"mean", PLAT_FAM_REDUCTION, 0, 1e-4, 1e-5},
+    [PLAT_OP_L2NORM] = {"l2norm", PLAT_FAM_REDUCTION, 0, 1e-4, 1e-5},
+    [PLAT_OP_ARGMAX] = {"argmax", PLAT_FAM_REDUCTION, 0, 0, 0},
+    [PLAT_OP_GEMM] = {"gemm", PLAT_FAM_MATMUL, 0, 1e-4, 1e-3},
+    [PLAT_OP_GEMM_NT] = {"gemm_nt", PLAT_FAM_MATMUL, 0, 1e-4, 1e-3},
+    [PLAT_OP_GEMV] = {"gemv", PLAT_FAM_MATMUL, 0, 1e-4, 1e-3},
+};
+
+const char *plat_op_name(enum plat_op op)
+{
+    return (unsigned)op < PLAT_OP_COUNT ? ops[op].name : NULL;
+}
+
+int plat_op_parse(const char *s)
+{
+    if (!s)
+        return -1;
+    for (int i = 0; i < PLAT_OP_COUNT; i++)
+        if (strcmp(ops[i].name, s) == 0)
+            return i;
+    return -1;
+}
+
+enum plat_family plat_op_family(enum plat_op op)
+{
+    return (unsigned)op < PLAT_OP_COUNT ? ops[op].fam : PLAT_FAM_COUNT;
+}
+
+int plat_op_is_rowwise(enum plat_op op)
+{
+    return (unsigned)op < PLAT_OP_COUNT && ops[op].rowwise;
+}
+
+const char *plat_family_name(enum plat_family f)
+{
+    static const char *const names[PLAT_FAM_COUNT] = {
+        "elementwise", "activation", "reduction", "matmul"};
+    return (unsigned)f < PLAT_FAM_COUNT ? names[f] : "unknown";
+}
+
+void plat_op_default_tol(enum plat_op op, double *rtol, double *atol)
+{
+    *rtol = (unsigned)op < PLAT_OP_COUNT ? ops[op].rtol : 1e-4;
+    *atol = (unsigned)op < PLAT_OP_COUNT ? ops[op].atol : 1e-5;
+}
+
+/* ------------------------------------------------------- names / text --- */
+
+const char *plat_fail_name(enum plat_fail f)
+{
+    static const char *const names[PLAT_FAIL_COUNT] = {
+        [PLAT_FAIL_NONE] = "none",
+        [PLAT_FAIL_SCREEN_REJECTED] = "screen_rejected",
+        [PLAT_FAIL_COMPILE_ERROR] = "compile_error",
+        [PLAT_FAIL_CRASH] = "crash",
+        [PLAT_FAIL_TIMEOUT] = "timeout",
+        [PLAT_FAIL_WRONG_RESULT] = "wrong_result",
+        [PLAT_FAIL_NAN_INF] = "nan_inf",
+        [PLAT_FAIL_UNWRITTEN_OUTPUT] = "unwritten_output",
+        [PLAT_FAIL_OUT_OF_BOUNDS_WRITE] = "out_of_bounds_write",
+        [PLAT_FAIL_OUTPUT_FLOOD] = "output_flood",
+        [PLAT_FAIL_MEMORY_LIMIT] = "memory_limit",
+        [PLAT_FAIL_STATEFUL] = "stateful",
+        [PLAT_FAIL_INPUT_MODIFIED] = "input_modified",
+        [PLAT_FAIL_HARNESS] = "harness",
+    };
+    return (unsigned)f < PLAT_FAIL_COUNT && names[f] ? names[f] : "unknown";
+}
+
+const char *plat_screen_rule_name(enum plat_screen_rule r)
+{
+    static const char *const names[PLAT_SCREEN_COUNT] = {
+        [PLAT_SCREEN_NONE] = "none",
+        [PLAT_SCREEN_HEADER] = "header",
+        [PLAT_SCREEN_CALL] = "forbidden_call",
+        [PLAT_SCREEN_ASM] = "asm",
+        [PLAT_SCREEN_CTOR] = "constructor",
+        [PLAT_SCREEN_ATTRIBUTE] = "attribute",
+        [PLAT_SCREEN_STATE] = "mutable_state",
+        [PLAT_SCREEN_SYMBOL] = "forbidden_symbol",
+        [PLAT_SCREEN_NO_KERNEL] = "no_kernel",
+        [PLAT_SCREEN_TOO_BIG] = "too_big",
+    };
+    return (unsigned)r < PLAT_SCREEN_COUNT && names[r] ? names[r] : "unknown";
+}
+
+const char *platform_strerror(int code)
+{
+    switch (code) {
+    case PLAT_ERR_INTERNAL: return "platform: internal error";
+    case PLAT_ERR_NOMEM: return "platform: out of memory";
+    case PLAT_ERR_NO_TARGET: return "platform: no such target";
+    case PLAT_ERR_NO_TOOLCHAIN: return "platform: no usable compiler for the target";
+    case PLAT_ERR_NO_RUNNER: return "platform: no emulator to run target code";
+    case PLAT_ERR_WORKDIR: return "platform: work directory unusable";
+    case PLAT_ERR_SPAWN: return "platform: cannot start a child process";
+    case PLAT_ERR_HARNESS: return "platform: the measuring harness does not build";
+    case PLAT_ERR_PROTOCOL: return "platform: harness output not understood";
+    case PLAT_ERR_UNSUPPORTED: return "platform: operation not supported by this target";
+    case PLAT_ERR_BAD_TASK: return "platform: task invalid for this target";
+    case PLAT_ERR_IO: return "platform: file read/write failed";
+    case PLAT_ERR_NOT_BUILT: return "platform: candidate was not built";
+    default:
+        if (code <= -300 && code >= -399)
+            return "platform: unknown error";
+        return NULL;
+    }
+}
+
+void plat_settings_init(struct plat_settings *s)
+{
+    memset(s, 0, sizeof *s);
+}
+
+/* ------------------------------------------------------------- handle --- */
+
+const struct platform_ops *platform_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++)
+        if (name && strcmp(targets[i]->name, name) == 0)
+            return targets[i];
+    return NULL;
+}
+
+int platform_open(const char *name, const struct plat_settings *s,
+                  struct platform **out, char *err, size_t err_len)
+{
+    int rc = PLAT_ERR_INTERNAL;
+    struct platform *p = NULL;
+    *out = NULL;
+    const struct platform_ops *tops = platform_find(name);
+    if (!tops) {
+        snprintf(err, err_len, "no platform named '%s' (known: k3)", name ? name : "(null)");
+        return PLAT_ERR_NO_TARGET;
+    }
+    p = calloc(1, sizeof *p);
+    if (!p) {
+        snprintf(err, err_len, "out of memory");
+        return PLAT_ERR_NOMEM;
+    }
+    p->ops = tops;
+    if (s)
+        p->set = *s;
+    else
+        plat_settings_init(&p->set);
+    rc = tops->open(p);
+    if (rc) {
+        snprintf(err, err_len, "%s", p->err[0] ? p->err : platform_strerror(rc));
+        tops->close(p);
+        free(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+void platform_close(struct platform *p)
+{
+    if (!p)
+        return;
+    p->ops->close(p);
+    free(p);
+}
+
+int platform_describe(struct platform *p, struct plat_desc *out)
+{
+    memset(out, 0, sizeof *out);
+    return p->ops->describe(p, out);
+}
+
+int platform_compile(struct platform *p, const struct plat_task *t,
+                     const char *src, size_t len, struct plat_build *out)
+{
+    memset(out, 0, sizeof *out);
+    return p->ops->compile(p, t, src, len, out);
+}
+
+int platform_verify(struct platform *p, const struct plat_task *t,
+                    const struct plat_build *b, struct plat_verify *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!b->ok) {
+        out->reason = b->reason;
+        out->screen_rule = b->screen_rule;
+        snprintf(out->detail, sizeof out->detail, "%s", b->detail);
+        return 0;
+    }
+    return p->ops->verify(p, t, b, out);
+}
+
+int platform_measure(struct platform *p, const struct plat_task *t,
+                     const struct plat_build *b, struct plat_measure *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!p->ops->measure)
+        return PLAT_ERR_UNSUPPORTED;
+    if (!b->ok)
+        return PLAT_ERR_NOT_BUILT;
+    return p->ops->measure(p, t, b, out);
+}
+
+int platform_probe(struct platform *p, struct plat_probe *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!p->ops->probe)
+        return PLAT_ERR_UNSUPPORTED;
+    return p->ops->probe(p, out);
+}
+
+void platform_build_free(struct platform *p, struct plat_build *b)
+{
+    if (p && b && p->ops->build_free)
+        p->ops->build_free(p, b);
+}

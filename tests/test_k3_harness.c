@@ -1,0 +1,474 @@
+/*
+ * tests/test_k3_harness.c - the K3 target against bad candidates.
+ *
+ * Each test feeds one kind of bad kernel from issue 3 through compile +
+ * verify (+ measure) and checks that it ends as a failed outcome with its
+ * own reason, and that the platform keeps working afterwards (the next test
+ * reuses the same open platform). Where a defence has two layers (source
+ * screen, then a run-time limit), the test also turns the screen off with
+ * PLAT_SET_UNSAFE_NO_SCREEN and checks the run-time layer alone.
+ *
+ * Runs under qemu-riscv64 on x86_64 hosts (labelled emulated), natively on a
+ * board. One platform is opened for the whole group: the harness objects are
+ * built once.
+ */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "platform/platform.h"
+
+static struct platform *P;
+
+static void task_init(struct plat_task *t, enum plat_op op)
+{
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "t-%s", plat_op_name(op));
+    t->op = op;
+    t->family = plat_op_family(op);
+    plat_op_default_tol(op, &t->rtol, &t->atol);
+    if (t->family == PLAT_FAM_MATMUL) {
+        t->m = 4; t->n = op == PLAT_OP_GEMV ? 1 : 48; t->k = 64; t->batch = 1;
+    } else if (t->family == PLAT_FAM_REDUCTION || plat_op_is_rowwise(op)) {
+        t->rows = 4; t->cols = 256;
+    } else {
+        t->n = 4096;
+    }
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    struct plat_settings s;
+    plat_settings_init(&s);
+    static char work[512];
+    const char *tmp = getenv("KOPE_TEST_TMP");
+    snprintf(work, sizeof work, "%s/k3work", tmp ? tmp : "/tmp");
+    s.work_dir = work;
+    s.timeout_ms = 20000;
+    s.min_repeat_ms = 5;
+    s.max_repeats = 20;
+    char err[512];
+    int rc = platform_open("k3", &s, &P, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "platform_open: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    platform_close(P);
+    return 0;
+}
+
+/* Compile + verify src for op; returns the verify result (and build). */
+static void run(enum plat_op op, const char *src, struct plat_build *b, struct plat_verify *v)
+{
+    struct plat_task t;
+    task_init(&t, op);
+    int rc = platform_compile(P, &t, src, strlen(src), b);
+    if (rc)
+        fprintf(stderr, "compile: %s\n", P->err);
+    assert_int_equal(rc, 0);
+    rc = platform_verify(P, &t, b, v);
+    if (rc)
+        fprintf(stderr, "verify: %s\n", P->err);
+    assert_int_equal(rc, 0);
+    fprintf(stderr, "  -> %s / %s: %s\n", plat_fail_name(v->reason),
+            plat_screen_rule_name(v->screen_rule), v->detail);
+}
+
+static enum plat_fail run_reason(enum plat_op op, const char *src)
+{
+    struct plat_build b;
+    struct plat_verify v;
+    run(op, src, &b, &v);
+    platform_build_free(P, &b);
+    return v.reason;
+}
+
+#define ADD_HEAD \
+    "#include <stddef.h>\n#include \"kernel_abi.h\"\n" \
+    "void kope_kernel(size_t n, const float *x, const float *y, float *out,\n" \
+    "                 const struct kope_scalars *s) {\n"
+
+/* ------------------------------------------------------------- good --- */
+
+static void test_good_add_passes(void **state)
+{
+    (void)state;
+    const char *src =
+        "#include <riscv_vector.h>\n" ADD_HEAD
+        "  (void)s;\n"
+        "  for (size_t i = 0; i < n;) {\n"
+        "    size_t vl = __riscv_vsetvl_e32m8(n - i);\n"
+        "    vfloat32m8_t a = __riscv_vle32_v_f32m8(x + i, vl);\n"
+        "    vfloat32m8_t b = __riscv_vle32_v_f32m8(y + i, vl);\n"
+        "    __riscv_vse32_v_f32m8(out + i, __riscv_vfadd_vv_f32m8(a, b, vl), vl);\n"
+        "    i += vl;\n  }\n}\n";
+    struct plat_build b;
+    struct plat_verify v;
+    run(PLAT_OP_ADD, src, &b, &v);
+    assert_true(b.ok);
+    assert_true(v.pass);
+    assert_int_equal(v.reason, PLAT_FAIL_NONE);
+    assert_true(v.n_cases >= 8);
+    assert_true(v.max_abs < 1e-5);
+
+    struct plat_task t;
+    task_init(&t, PLAT_OP_ADD);
+    struct plat_measure m;
+    assert_int_equal(platform_measure(P, &t, &b, &m), 0);
+    fprintf(stderr, "  measure: ok=%d %s med=%.0f ns base=%d method=%s\n", m.ok,
+            plat_fail_name(m.reason), m.median_ns, m.n_baselines, m.method);
+    assert_true(m.ok);
+    assert_true(m.median_ns > 0);
+    assert_int_equal(m.n_baselines, 2); /* scalar-O2, autovec-O3 (no BLAS for add) */
+    assert_string_equal(m.base[0].name, "scalar-O2");
+    if (m.emulated && !m.has_icount)
+        assert_true(m.base[0].ratio == 0); /* no speed claims under emulation */
+    platform_build_free(P, &b);
+}
+
+static void test_good_gemm_passes(void **state)
+{
+    (void)state;
+    const char *src =
+        "#include <stddef.h>\n#include \"kernel_abi.h\"\n"
+        "void kope_kernel(size_t batch, size_t m, size_t n, size_t k, const float *a,\n"
+        "                 const float *b, float *c) {\n"
+        "  for (size_t t = 0; t < batch; t++, a += m * k, b += k * n, c += m * n)\n"
+        "    for (size_t i = 0; i < m; i++)\n"
+        "      for (size_t j = 0; j < n; j++) {\n"
+        "        float s = 0;\n"
+        "        for (size_t p = 0; p < k; p++) s += a[i * k + p] * b[p * n + j];\n"
+        "        c[i * n + j] = s;\n      }\n}\n";
+    struct plat_build b;
+    struct plat_verify v;
+    run(PLAT_OP_GEMM, src, &b, &v);
+    assert_true(v.pass);
+    int k1 = 0;
+    for (int i = 0; i < v.n_cases; i++)
+        if (v.cases[i].k == 1)
+            k1 = 1;
+    assert_true(k1); /* K=1 is among the awkward cases */
+    platform_build_free(P, &b);
+}
+
+/* -------------------------------------------------------------- bad --- */
+
+static void test_compile_error(void **state)
+{
+    (void)state;
+    struct plat_build b;
+    struct plat_verify v;
+    run(PLAT_OP_ADD, ADD_HEAD "  out[0] = x[0] +;\n}\n", &b, &v);
+    assert_false(b.ok);
+    assert_int_equal(b.reason, PLAT_FAIL_COMPILE_ERROR);
+    assert_int_equal(v.reason, PLAT_FAIL_COMPILE_ERROR);
+    assert_true(strstr(b.diag, "error") != NULL);
+    assert_true(strlen(b.diag) < PLAT_DIAG_MAX);
+    platform_build_free(P, &b);
+}
+
+static void test_compile_error_diag_capped(void **state)
+{
+    (void)state;
+    /* thousands of errors: the kept diagnostics stop at the cap */
+    size_t cap = 200000;
+    char *src = malloc(cap);
+    assert_non_null(src);
+    size_t n = (size_t)snprintf(src, cap, "%s", ADD_HEAD);
+    for (int i = 0; i < 3000 && n + 64 < cap; i++)
+        n += (size_t)snprintf(src + n, cap - n, "  undefined_thing_%d = 1;\n", i);
+    snprintf(src + n, cap - n, "}\n");
+    struct plat_build b;
+    struct plat_verify v;
+    run(PLAT_OP_ADD, src, &b, &v);
+    free(src);
+    assert_int_equal(b.reason, PLAT_FAIL_COMPILE_ERROR);
+    assert_true(strlen(b.diag) <= PLAT_DIAG_MAX - 1);
+    platform_build_free(P, &b);
+}
+
+static void test_crash(void **state)
+{
+    (void)state;
+    struct plat_build b;
+    struct plat_verify v;
+    run(PLAT_OP_ADD, ADD_HEAD "  float *volatile z = 0; (void)out; (void)y;\n"
+                              "  for (size_t i = 0; i < n; i++) z[i] = x[i];\n}\n", &b, &v);
+    assert_int_equal(v.reason, PLAT_FAIL_CRASH);
+    assert_int_equal(v.signal, SIGSEGV);
+    platform_build_free(P, &b);
+}
+
+static void test_never_returns(void **state)
+{
+    (void)state;
+    int saved = P->set.timeout_ms;
+    P->set.timeout_ms = 2000;
+    enum plat_fail r = run_reason(PLAT_OP_ADD, ADD_HEAD
+        "  (void)y; (void)s; volatile float *o = out;\n"
+        "  for (;;) o[0] = x[0];\n}\n");
+    P->set.timeout_ms = saved;
+    assert_int_equal(r, PLAT_FAIL_TIMEOUT);
+}
+
+static void test_writes_past_output(void **state)
+{
+    (void)state;
+    assert_int_equal(run_reason(PLAT_OP_ADD, ADD_HEAD
+        "  (void)s; for (size_t i = 0; i <= n; i++) out[i] = x[i < n ? i : 0] + y[i < n ? i : 0];\n}\n"),
+        PLAT_FAIL_OUT_OF_BOUNDS_WRITE);
+}
+
+static void test_writes_before_output(void **state)
+{
+    (void)state;
+    assert_int_equal(run_reason(PLAT_OP_ADD, ADD_HEAD
+        "  (void)s; out[-1] = 0; for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i];\n}\n"),
+        PLAT_FAIL_OUT_OF_BOUNDS_WRITE);
+}
+
+static void test_leaves_output_unwritten(void **state)
+{
+    (void)state;
+    assert_int_equal(run_reason(PLAT_OP_ADD, ADD_HEAD
+        "  (void)s; for (size_t i = 0; i + 1 < n; i++) out[i] = x[i] + y[i];\n}\n"),
+        PLAT_FAIL_UNWRITTEN_OUTPUT);
+}
+
+static void test_wrong_on_tail_only(void **state)
+{
+    (void)state;
+    /* blocks of 16 are right; the remainder is computed wrongly. The task
+     * (n = 4096) has no remainder, so only the awkward cases catch it. */
+    struct plat_build b;
+    struct plat_verify v;
+    run(PLAT_OP_ADD, ADD_HEAD
+        "  (void)s; size_t i = 0;\n"
+        "  for (; i + 16 <= n; i += 16) for (size_t j = 0; j < 16; j++) out[i+j] = x[i+j] + y[i+j];\n"
+        "  for (; i < n; i++) out[i] = x[i];\n}\n", &b, &v);
+    assert_int_equal(v.reason, PLAT_FAIL_WRONG_RESULT);
+    assert_string_equal(v.cases[0].label, "task");
+    assert_true(v.cases[0].pass);
+    platform_build_free(P, &b);
+}
+
+static void test_returns_nan_inf(void **state)
+{
+    (void)state;
+    assert_int_equal(run_reason(PLAT_OP_ADD, ADD_HEAD
+        "  (void)s; volatile float zero = 0.0f;\n"
+        "  for (size_t i = 0; i < n; i++) out[i] = (i == n / 2) ? x[i] / zero : x[i] + y[i];\n}\n"),
+        PLAT_FAIL_NAN_INF);
+}
+
+static void test_modifies_input(void **state)
+{
+    (void)state;
+    assert_int_equal(run_reason(PLAT_OP_ADD, ADD_HEAD
+        "  (void)s; float *w = (float *)x;\n"
+        "  for (size_t i = 0; i < n; i++) { out[i] = x[i] + y[i]; w[i] = 0; }\n}\n"),
+        PLAT_FAIL_INPUT_MODIFIED);
+}
+
+static const char *alloc_src =
+    "#include <string.h>\n" ADD_HEAD
+    "  extern void *malloc(size_t);\n"
+    "  (void)s; float *t = malloc((size_t)3 << 30);\n"
+    "  if (t) memset(t, 1, (size_t)3 << 30);\n"
+    "  for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i] + (t ? 0 * t[i] : 0);\n}\n";
+
+static void test_allocates_gigabytes(void **state)
+{
+    (void)state;
+    struct plat_build b;
+    struct plat_verify v;
+    run(PLAT_OP_ADD, alloc_src, &b, &v);
+    assert_int_equal(v.reason, PLAT_FAIL_SCREEN_REJECTED);
+    assert_int_equal(v.screen_rule, PLAT_SCREEN_CALL);
+    platform_build_free(P, &b);
+    /* the run-time layer alone */
+    P->set.flags |= PLAT_SET_UNSAFE_NO_SCREEN;
+    enum plat_fail r = run_reason(PLAT_OP_ADD, alloc_src);
+    P->set.flags &= ~(unsigned)PLAT_SET_UNSAFE_NO_SCREEN;
+    assert_int_equal(r, PLAT_FAIL_MEMORY_LIMIT);
+}
+
+static const char *print_src =
+    ADD_HEAD
+    "  extern int puts(const char *);\n"
+    "  (void)s; for (int r = 0; r < 200000; r++) puts(\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\");\n"
+    "  for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i];\n}\n";
+
+static void test_prints_megabytes(void **state)
+{
+    (void)state;
+    struct plat_build b;
+    struct plat_verify v;
+    run(PLAT_OP_ADD, print_src, &b, &v);
+    assert_int_equal(v.reason, PLAT_FAIL_SCREEN_REJECTED);
+    platform_build_free(P, &b);
+    P->set.flags |= PLAT_SET_UNSAFE_NO_SCREEN;
+    uint64_t saved = P->set.output_cap_bytes;
+    P->set.output_cap_bytes = 256 << 10;
+    enum plat_fail r = run_reason(PLAT_OP_ADD, print_src);
+    P->set.flags &= ~(unsigned)PLAT_SET_UNSAFE_NO_SCREEN;
+    P->set.output_cap_bytes = saved;
+    assert_int_equal(r, PLAT_FAIL_OUTPUT_FLOOD);
+}
+
+static void expect_screen(const char *src, enum plat_screen_rule rule)
+{
+    struct plat_build b;
+    struct plat_verify v;
+    run(PLAT_OP_ADD, src, &b, &v);
+    assert_false(b.ok);
+    assert_int_equal(v.reason, PLAT_FAIL_SCREEN_REJECTED);
+    assert_int_equal(v.screen_rule, rule);
+    assert_true(v.detail[0] != '\0');
+    platform_build_free(P, &b);
+}
+
+#define BODY "  (void)s; for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i];\n}\n"
+
+static void test_screen_fork(void **state)
+{
+    (void)state;
+    expect_screen(ADD_HEAD "  extern int fork(void); fork();\n" BODY, PLAT_SCREEN_CALL);
+}
+
+static void test_screen_system(void **state)
+{
+    (void)state;
+    expect_screen(ADD_HEAD "  extern int system(const char *); system(\"id\");\n" BODY, PLAT_SCREEN_CALL);
+}
+
+static void test_screen_open(void **state)
+{
+    (void)state;
+    expect_screen(ADD_HEAD "  extern int open(const char *, int); open(\"/etc/passwd\", 0);\n" BODY,
+                  PLAT_SCREEN_CALL);
+}
+
+static void test_screen_socket(void **state)
+{
+    (void)state;
+    expect_screen(ADD_HEAD "  extern int socket(int, int, int); socket(2, 1, 0);\n" BODY,
+                  PLAT_SCREEN_CALL);
+}
+
+static void test_screen_evaded_by_macro_caught_by_object_check(void **state)
+{
+    (void)state;
+    /* token pasting hides "system" from the source screen; the compiled
+     * object still references it */
+    expect_screen("#define CAT(a, b) a##b\n" ADD_HEAD
+                  "  extern int CAT(sys, tem)(const char *); CAT(sys, tem)(\"id\");\n" BODY,
+                  PLAT_SCREEN_SYMBOL);
+}
+
+static void test_screen_header(void **state)
+{
+    (void)state;
+    expect_screen("#include <stdio.h>\n" ADD_HEAD BODY, PLAT_SCREEN_HEADER);
+    expect_screen("#include <sys/socket.h>\n" ADD_HEAD BODY, PLAT_SCREEN_HEADER);
+}
+
+static void test_screen_asm(void **state)
+{
+    (void)state;
+    expect_screen(ADD_HEAD "  __asm__ volatile(\"nop\");\n" BODY, PLAT_SCREEN_ASM);
+}
+
+static void test_screen_constructor(void **state)
+{
+    (void)state;
+    expect_screen("#include <stddef.h>\n__attribute__((constructor)) static void early(void) {}\n"
+                  ADD_HEAD BODY, PLAT_SCREEN_CTOR);
+    expect_screen("#include <stddef.h>\n[[gnu::destructor]] static void late(void) {}\n"
+                  ADD_HEAD BODY, PLAT_SCREEN_CTOR);
+}
+
+static void test_screen_global_symbol(void **state)
+{
+    (void)state;
+    /* a helper left global could replace a libc or harness symbol at link */
+    expect_screen("#include <stddef.h>\nfloat helper(float a) { return a; }\n" ADD_HEAD
+                  "  (void)s; for (size_t i = 0; i < n; i++) out[i] = helper(x[i]) + y[i];\n}\n",
+                  PLAT_SCREEN_SYMBOL);
+}
+
+static const char *cache_src =
+    "#include <string.h>\n" ADD_HEAD
+    "  static float memo[1 << 16]; static int have;\n"
+    "  (void)s; if (!have && n <= (1 << 16)) { for (size_t i = 0; i < n; i++) memo[i] = x[i] + y[i]; have = 1; }\n"
+    "  if (have && n <= (1 << 16)) memcpy(out, memo, n * sizeof *out);\n"
+    "  else for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i];\n}\n";
+
+static void test_caches_across_calls(void **state)
+{
+    (void)state;
+    struct plat_build b;
+    struct plat_verify v;
+    run(PLAT_OP_ADD, cache_src, &b, &v);
+    assert_int_equal(v.reason, PLAT_FAIL_SCREEN_REJECTED);
+    assert_int_equal(v.screen_rule, PLAT_SCREEN_STATE);
+    platform_build_free(P, &b);
+    /* run time alone: the task passes, then fails once inputs are reseeded */
+    P->set.flags |= PLAT_SET_UNSAFE_NO_SCREEN;
+    run(PLAT_OP_ADD, cache_src, &b, &v);
+    P->set.flags &= ~(unsigned)PLAT_SET_UNSAFE_NO_SCREEN;
+    assert_int_equal(v.reason, PLAT_FAIL_STATEFUL);
+    assert_true(v.cases[0].pass);
+    platform_build_free(P, &b);
+}
+
+static void test_no_kernel(void **state)
+{
+    (void)state;
+    expect_screen("#include <stddef.h>\nvoid other(void) {}\n", PLAT_SCREEN_NO_KERNEL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_good_add_passes),
+        cmocka_unit_test(test_good_gemm_passes),
+        cmocka_unit_test(test_compile_error),
+        cmocka_unit_test(test_compile_error_diag_capped),
+        cmocka_unit_test(test_crash),
+        cmocka_unit_test(test_never_returns),
+        cmocka_unit_test(test_writes_past_output),
+        cmocka_unit_test(test_writes_before_output),
+        cmocka_unit_test(test_leaves_output_unwritten),
+        cmocka_unit_test(test_wrong_on_tail_only),
+        cmocka_unit_test(test_returns_nan_inf),
+        cmocka_unit_test(test_modifies_input),
+        cmocka_unit_test(test_allocates_gigabytes),
+        cmocka_unit_test(test_prints_megabytes),
+        cmocka_unit_test(test_screen_fork),
+        cmocka_unit_test(test_screen_system),
+        cmocka_unit_test(test_screen_open),
+        cmocka_unit_test(test_screen_socket),
+        cmocka_unit_test(test_screen_evaded_by_macro_caught_by_object_check),
+        cmocka_unit_test(test_screen_header),
+        cmocka_unit_test(test_screen_asm),
+        cmocka_unit_test(test_screen_constructor),
+        cmocka_unit_test(test_screen_global_symbol),
+        cmocka_unit_test(test_caches_across_calls),
+        cmocka_unit_test(test_no_kernel),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
