@@ -48,5 +48,11 @@ int cli_wants_help(int argc, char **argv);
 int cli_init(struct cli *c, int argc, char **argv);
 int cli_graph(struct cli *c, int argc, char **argv);
 int cli_llm(struct cli *c, int argc, char **argv);   /* core/cli_llm.c */
+int cli_tasks(struct cli *c, int argc, char **argv);   /* core/cli_k3.c */
+int cli_measure(struct cli *c, int argc, char **argv); /* core/cli_k3.c */
+/* Target settings from the config (platform.k3.*), for commands that open a
+ * platform (core/cli_k3.c). */
+struct plat_settings;
+void cli_platform_settings(struct cli *c, struct plat_settings *s);
 
 #endif /* KOPE_CLI_H */

@@ -27,6 +27,8 @@ static const struct command commands[] = {
     {"init", cli_init, "create the store and this device's identity key"},
     {"graph", cli_graph, "inspect, export and import the experience graph"},
     {"llm", cli_llm, "check the LLM endpoint: `kope llm check`"},
+    {"tasks", cli_tasks, "list the tasks of a suite (default: embedded k3-core)"},
+    {"measure", cli_measure, "verify and measure one kernel file: KERNEL.c --task NAME"},
     {"version", cmd_version, "print version and build information"},
     {"help", cmd_help, "show this help, or `kope help COMMAND`"},
 };

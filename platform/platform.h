@@ -146,7 +146,8 @@ struct plat_settings {
     const char *runner;        /* command prefix to run target code; NULL = detect, "" = run directly */
     const char *work_dir;      /* where builds go; NULL = a fresh dir under $TMPDIR */
     const char *deps_sysroot;  /* riscv64 static deps (OpenBLAS); NULL = look in build/deps */
-    const char *icount_plugin; /* qemu TCG plugin .so counting kernel instructions; NULL = none */
+    const char *icount_plugin; /* qemu TCG plugin .so counting kernel instructions;
+                                  NULL = look next to the binary, "" = none */
     int timeout_ms;            /* wall clock per harness run; 0 = default */
     int compile_timeout_ms;    /* wall clock per compiler run; 0 = default */
     uint64_t mem_limit_bytes;  /* address-space cap of the harness; 0 = default */

@@ -291,6 +291,37 @@ static void blas_find(struct k3 *k, const char *setting)
     }
 }
 
+/* The icount plugin: the setting, else libkope-icount.so next to the kope
+ * binary (the Makefile builds it there), or one level up (tests, benches). */
+static void plugin_find(struct k3 *k, const char *setting)
+{
+    k->plugin[0] = '\0';
+    if (setting) { /* "" turns it off */
+        if (*setting && access(setting, R_OK) == 0)
+            snprintf(k->plugin, sizeof k->plugin, "%.250s", setting);
+        return;
+    }
+    char exe[K3_PATH_MAX], cand[K3_PATH_MAX];
+    ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (el <= 0)
+        return;
+    exe[el] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return;
+    *slash = '\0';
+    static const char *const rel[] = {"libkope-icount.so", "../libkope-icount.so"};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(cand, sizeof cand, "%.400s/%s", exe, rel[i]);
+        if (access(cand, R_OK) == 0) {
+            char *abs = realpath(cand, NULL);
+            snprintf(k->plugin, sizeof k->plugin, "%.250s", abs ? abs : cand);
+            free(abs);
+            return;
+        }
+    }
+}
+
 static int k3_open(struct platform *p)
 {
     struct k3 *k = calloc(1, sizeof *k);
@@ -342,6 +373,8 @@ static int k3_open(struct platform *p)
     if (mkdir(k->rt, 0700) != 0 && errno != EEXIST)
         return set_err(p, PLAT_ERR_WORKDIR, "mkdir %.300s: %.100s", k->rt, strerror(errno));
     blas_find(k, s->deps_sysroot);
+    if (k->emulated)
+        plugin_find(k, s->icount_plugin);
     return toolchain_check(p, k);
 }
 
@@ -366,11 +399,12 @@ static int k3_describe(struct platform *p, struct plat_desc *out)
     out->emulated = k->emulated;
     snprintf(out->cc, sizeof out->cc, "%.150s %.100s", k->cc, k->cflags);
     snprintf(out->runner, sizeof out->runner, "%.250s", k->runner);
-    snprintf(out->note, sizeof out->note, "%s%s",
+    snprintf(out->note, sizeof out->note, "%s%s%s",
              k->emulated ? "emulated (qemu-user): correctness and instruction counts only, "
                            "times are not speeds"
                          : "native riscv64",
-             k->blas_dir[0] ? "; OpenBLAS baseline for matmul" : "; no OpenBLAS baseline found");
+             k->blas_dir[0] ? "; OpenBLAS baseline for matmul" : "; no OpenBLAS baseline found",
+             k->plugin[0] ? "; icount plugin loaded" : "");
     return 0;
 }
 
@@ -652,11 +686,13 @@ static void report_parse(char *text, struct hrun *h)
         } else if (strncmp(line, "method ", 7) == 0) {
             size_t l = strlen(h->method);
             snprintf(h->method + l, sizeof h->method - l, "%s%s", l ? "; " : "", line + 7);
-        } else if (strncmp(line, "icount ", 7) == 0) {
-            /* from the qemu plugin: icount REGION TOTAL VECTOR VMEM */
+        } else if (strncmp(line, "region ", 7) == 0) {
+            /* from the qemu plugin (platform/k3/qemu/icount_plugin.c):
+             * region IDX insns N vector_ops N vector_mem N vsetvl N */
             int region;
             unsigned long long a, b, c;
-            if (sscanf(line + 7, "%d %llu %llu %llu", &region, &a, &b, &c) == 4 && region >= 0 &&
+            if (sscanf(line + 7, "%d insns %llu vector_ops %llu vector_mem %llu", &region, &a, &b,
+                       &c) == 4 && region >= 0 &&
                 region <= PLAT_MAX_BASELINES) {
                 h->icount[region][0] = a;
                 h->icount[region][1] = b;
@@ -682,9 +718,9 @@ static int harness_run(struct platform *p, const struct plat_task *t, const stru
     struct cmd c;
     cmd_init(&c);
     cmd_split(&c, k->runner);
-    if (k->emulated && s->icount_plugin && *s->icount_plugin && strcmp(mode, "measure") == 0) {
+    if (k->emulated && k->plugin[0] && strcmp(mode, "measure") == 0) {
         cmd_arg(&c, "-plugin");
-        cmd_arg(&c, "%s,outfile=%s", s->icount_plugin, icount_out);
+        cmd_arg(&c, "%s,out=%s", k->plugin, icount_out);
     }
     cmd_arg(&c, "%s", b->path);
     cmd_arg(&c, "mode=%s", mode);

@@ -39,6 +39,7 @@ struct k3 {
     char rt[210];             /* work/rt: harness sources and objects */
     int rt_built;
     char blas_dir[256];       /* riscv64 sysroot with libopenblas.a, "" = none */
+    char plugin[256];         /* qemu icount plugin .so, "" = none */
     uint64_t next_id;
     uint32_t base_built[2];   /* bit per op: baseline objects compiled (scalar, autovec) */
 };

@@ -1,0 +1,80 @@
+/*
+ * core/task.h - task suites: the JSON files users write by hand to say which
+ * kernels to optimize, parsed into struct plat_task for the platform layer.
+ *
+ * Format (shared between sites, so kept exactly this shape):
+ *
+ *   {"suite": "k3-core",
+ *    "tasks": [{"name": "silu-4096", "op": "silu", "dtype": "f32",
+ *               "shape": {"n": 4096},
+ *               "tolerance": {"rtol": 1e-4, "atol": 1e-5},     (optional)
+ *               "source": "Llama-3 8B MLP width"}]}              (optional)
+ *
+ * Shape keys by op: `n` for elementwise ops and pointwise activations;
+ * `rows`, `cols` for softmax/layernorm/rmsnorm and reductions (one result per
+ * row); `m`, `n`, `k` (+ optional `batch`) for gemm/gemm_nt; `m`, `k` for
+ * gemv (y = A.x, A is m x k). Sizes are integers >= 1; the buffers of one
+ * task must fit in TASK_MAX_BYTES (a K3 board's memory budget for one
+ * kernel). Unknown ops, unknown or missing shape keys, negative, fractional or
+ * absurd sizes, duplicate names: an error naming the task and the field.
+ * Without a tolerance the op's default applies (plat_op_default_tol).
+ */
+#ifndef KOPE_TASK_H
+#define KOPE_TASK_H
+
+#include <stddef.h>
+
+#include "platform/platform.h"
+
+#ifndef TASK_MAX_BYTES
+#define TASK_MAX_BYTES ((double)4 * 1024 * 1024 * 1024) /* operands of one task */
+#endif
+#ifndef TASK_MAX_DIM
+#define TASK_MAX_DIM 2147483647.0 /* BLAS takes int dimensions */
+#endif
+#ifndef TASK_MAX_TASKS
+#define TASK_MAX_TASKS 4096
+#endif
+#ifndef TASK_FILE_MAX_BYTES
+#define TASK_FILE_MAX_BYTES (4 * 1024 * 1024)
+#endif
+
+/* The default suite, embedded in the binary. */
+#define TASK_DEFAULT_SUITE "suites/k3-core.json"
+
+struct task_entry {
+    struct plat_task t;
+    char source[160];   /* where the shape comes from ("" if not given) */
+    int tol_given;      /* 1 if the file set the tolerance */
+};
+
+struct task_suite {
+    char name[PLAT_NAME_MAX];
+    struct task_entry *tasks; /* n_tasks entries, owned */
+    size_t n_tasks;
+};
+
+/* Parse a suite from JSON text (len bytes). On success *out is filled and
+ * owned by the caller (task_suite_free). On failure returns KOPE_ERR_PARSE
+ * (or KOPE_ERR_NOMEM / KOPE_ERR_TOOBIG) with a message naming the task and
+ * field in err; *out is left empty. */
+int task_suite_parse(const char *json, size_t len, struct task_suite *out, char *err,
+                     size_t err_len);
+
+/* Load a suite file; path NULL loads the embedded default suite. Errors as
+ * task_suite_parse, plus KOPE_ERR_IO; messages start with the file name. */
+int task_suite_load(const char *path, struct task_suite *out, char *err, size_t err_len);
+
+/* Accepts a zeroed suite. */
+void task_suite_free(struct task_suite *s);
+
+/* The task named name, or NULL. Owned by s. */
+const struct task_entry *task_suite_find(const struct task_suite *s, const char *name);
+
+/* "n=4096", "rows=32 cols=151936", "m=1 n=4096 k=4096", ... into buf. */
+void task_shape_print(const struct plat_task *t, char *buf, size_t len);
+
+/* Bytes of all operands of one call (inputs + output). */
+double task_bytes(const struct plat_task *t);
+
+#endif

@@ -1,0 +1,179 @@
+/*
+ * tests/test_k3_task.c - task suite parsing (core/task.c): the embedded
+ * default suite, and every kind of hand-written mistake, each of which must
+ * produce an error that names the task and the field.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "core/err.h"
+#include "core/task.h"
+
+static void expect_error(const char *json, const char *needle1, const char *needle2)
+{
+    struct task_suite s;
+    char err[512] = "";
+    int rc = task_suite_parse(json, strlen(json), &s, err, sizeof err);
+    if (rc == 0 || !strstr(err, needle1) || (needle2 && !strstr(err, needle2)))
+        fprintf(stderr, "json: %s\nrc=%d err: %s\n", json, rc, err);
+    assert_int_not_equal(rc, 0);
+    assert_non_null(strstr(err, needle1));
+    if (needle2)
+        assert_non_null(strstr(err, needle2));
+    assert_null(s.tasks);
+    assert_int_equal(s.n_tasks, 0);
+}
+
+#define ONE(task) "{\"suite\": \"t\", \"tasks\": [" task "]}"
+
+static void test_default_suite(void **state)
+{
+    (void)state;
+    struct task_suite s;
+    char err[512];
+    assert_int_equal(task_suite_load(NULL, &s, err, sizeof err), 0);
+    assert_string_equal(s.name, "k3-core");
+    assert_true(s.n_tasks >= 40);
+    int fam[PLAT_FAM_COUNT] = {0};
+    for (size_t i = 0; i < s.n_tasks; i++) {
+        fam[s.tasks[i].t.family]++;
+        assert_true(s.tasks[i].source[0] != '\0'); /* every shape says where it comes from */
+        assert_true(s.tasks[i].t.rtol > 0 || s.tasks[i].t.op == PLAT_OP_RELU ||
+                    s.tasks[i].t.op == PLAT_OP_MAX || s.tasks[i].t.op == PLAT_OP_ARGMAX ||
+                    s.tasks[i].t.op == PLAT_OP_CLAMP);
+    }
+    for (int f = 0; f < PLAT_FAM_COUNT; f++)
+        assert_true(fam[f] >= 5);
+    const struct task_entry *e = task_suite_find(&s, "gemv-qproj-4096");
+    assert_non_null(e);
+    assert_int_equal(e->t.op, PLAT_OP_GEMV);
+    assert_int_equal(e->t.m, 4096);
+    assert_int_equal(e->t.n, 1);
+    task_suite_free(&s);
+}
+
+static void test_good_task_and_defaults(void **state)
+{
+    (void)state;
+    const char *j = ONE("{\"name\": \"a\", \"op\": \"softmax\", \"dtype\": \"f32\","
+                        " \"shape\": {\"rows\": 2, \"cols\": 10}},"
+                        "{\"name\": \"b\", \"op\": \"gemm\", \"shape\": {\"m\": 3, \"n\": 4, \"k\": 5, \"batch\": 2},"
+                        " \"tolerance\": {\"rtol\": 0.01, \"atol\": 0.001}}");
+    struct task_suite s;
+    char err[256];
+    assert_int_equal(task_suite_parse(j, strlen(j), &s, err, sizeof err), 0);
+    assert_int_equal(s.n_tasks, 2);
+    double rt, at;
+    plat_op_default_tol(PLAT_OP_SOFTMAX, &rt, &at);
+    assert_true(s.tasks[0].t.rtol == rt && s.tasks[0].t.atol == at);
+    assert_int_equal(s.tasks[0].t.rows, 2);
+    assert_int_equal(s.tasks[1].t.batch, 2);
+    assert_true(s.tasks[1].t.rtol == 0.01);
+    task_suite_free(&s);
+}
+
+static void test_unknown_op(void **state)
+{
+    (void)state;
+    expect_error(ONE("{\"name\": \"x1\", \"op\": \"conv2d\", \"shape\": {\"n\": 4}}"), "'x1'", "op 'conv2d' is unknown");
+}
+
+static void test_missing_size(void **state)
+{
+    (void)state;
+    expect_error(ONE("{\"name\": \"x2\", \"op\": \"rmsnorm\", \"shape\": {\"rows\": 4}}"), "'x2'", "shape.cols is missing");
+    expect_error(ONE("{\"name\": \"x3\", \"op\": \"gemv\", \"shape\": {\"m\": 4}}"), "'x3'", "shape.k is missing");
+}
+
+static void test_negative_zero_fraction(void **state)
+{
+    (void)state;
+    expect_error(ONE("{\"name\": \"x4\", \"op\": \"add\", \"shape\": {\"n\": -3}}"), "'x4'", "shape.n = -3 is negative");
+    expect_error(ONE("{\"name\": \"x5\", \"op\": \"add\", \"shape\": {\"n\": 0}}"), "'x5'", "shape.n = 0");
+    expect_error(ONE("{\"name\": \"x6\", \"op\": \"add\", \"shape\": {\"n\": 2.5}}"), "'x6'", "not a whole number");
+    expect_error(ONE("{\"name\": \"x7\", \"op\": \"add\", \"shape\": {\"n\": \"8\"}}"), "'x7'", "must be a number");
+}
+
+static void test_absurd_size(void **state)
+{
+    (void)state;
+    expect_error(ONE("{\"name\": \"x8\", \"op\": \"gemm\", \"shape\": {\"m\": 100000, \"n\": 100000, \"k\": 100000}}"),
+                 "'x8'", "absurd");
+    expect_error(ONE("{\"name\": \"x9\", \"op\": \"add\", \"shape\": {\"n\": 1e12}}"), "'x9'", "absurd");
+}
+
+static void test_wrong_shape_key(void **state)
+{
+    (void)state;
+    expect_error(ONE("{\"name\": \"y1\", \"op\": \"softmax\", \"shape\": {\"rows\": 1, \"col\": 8}}"),
+                 "'y1'", "shape.col is not a size of op softmax");
+    expect_error(ONE("{\"name\": \"y2\", \"op\": \"add\", \"shape\": {\"rows\": 1, \"cols\": 8}}"),
+                 "'y2'", "shape.rows");
+    expect_error(ONE("{\"name\": \"y3\", \"op\": \"add\"}"), "'y3'", "shape is missing");
+}
+
+static void test_bad_tolerance_dtype_name(void **state)
+{
+    (void)state;
+    expect_error(ONE("{\"name\": \"z1\", \"op\": \"add\", \"shape\": {\"n\": 8}, \"tolerance\": {\"rtol\": -1}}"),
+                 "'z1'", "tolerance.rtol");
+    expect_error(ONE("{\"name\": \"z2\", \"op\": \"add\", \"shape\": {\"n\": 8}, \"dtype\": \"f16\"}"),
+                 "'z2'", "dtype");
+    expect_error(ONE("{\"op\": \"add\", \"shape\": {\"n\": 8}}"), "task #1", "name");
+    expect_error(ONE("{\"name\": \"dup\", \"op\": \"add\", \"shape\": {\"n\": 8}},"
+                     "{\"name\": \"dup\", \"op\": \"mul\", \"shape\": {\"n\": 8}}"),
+                 "'dup' (#2)", "already used");
+    expect_error(ONE("{\"name\": \"bad name!\", \"op\": \"add\", \"shape\": {\"n\": 8}}"), "task #1", "name");
+}
+
+static void test_bad_top_level(void **state)
+{
+    (void)state;
+    expect_error("{\"suite\": \"t\", \"tasks\": [", "not valid JSON", NULL);
+    expect_error("[1, 2]", "top level", NULL);
+    expect_error("{\"tasks\": []}", "suite", NULL);
+    expect_error("{\"suite\": \"t\", \"tasks\": []}", "empty", NULL);
+    expect_error("{\"suite\": \"t\", \"tasks\": {}}", "array", NULL);
+}
+
+static void test_file_errors_name_file(void **state)
+{
+    (void)state;
+    struct task_suite s;
+    char err[512];
+    const char *tmp = getenv("KOPE_TEST_TMP");
+    char path[600];
+    snprintf(path, sizeof path, "%s/bad-suite.json", tmp ? tmp : "/tmp");
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(ONE("{\"name\": \"q\", \"op\": \"nope\", \"shape\": {\"n\": 1}}"), f);
+    fclose(f);
+    assert_int_equal(task_suite_load(path, &s, err, sizeof err), KOPE_ERR_PARSE);
+    assert_non_null(strstr(err, "bad-suite.json"));
+    assert_non_null(strstr(err, "'q'"));
+    snprintf(path, sizeof path, "%s/missing.json", tmp ? tmp : "/tmp");
+    assert_int_equal(task_suite_load(path, &s, err, sizeof err), KOPE_ERR_IO);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_default_suite),
+        cmocka_unit_test(test_good_task_and_defaults),
+        cmocka_unit_test(test_unknown_op),
+        cmocka_unit_test(test_missing_size),
+        cmocka_unit_test(test_negative_zero_fraction),
+        cmocka_unit_test(test_absurd_size),
+        cmocka_unit_test(test_wrong_shape_key),
+        cmocka_unit_test(test_bad_tolerance_dtype_name),
+        cmocka_unit_test(test_bad_top_level),
+        cmocka_unit_test(test_file_errors_name_file),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
