@@ -124,6 +124,20 @@ bench: $(BUILD)/kope $(BENCH_BIN)
 demo: $(BUILD)/kope
 	$(Q)bash tests/demo.sh $(CURDIR)/$(BUILD)/kope
 
+# ---- QEMU instruction-count plugin (platform/k3/qemu/) -----------------------
+# The host's dynamic qemu-riscv64 loads it to count the instructions of one
+# kernel call (platform/k3/k3_icount.h). Built with the host compiler, only
+# where kernels run emulated (ARCH=x86_64); cross/qemu-plugin.sh fetches
+# qemu-plugin.h once from Debian's qemu source package into build/deps.
+ICOUNT_SO := $(BUILD)/libkope-icount.so
+ifeq ($(ARCH),x86_64)
+all: $(ICOUNT_SO)
+test: $(ICOUNT_SO)
+endif
+$(ICOUNT_SO): platform/k3/qemu/icount_plugin.c cross/qemu-plugin.sh
+	@echo "  PLUGIN  $@"
+	$(Q)W=$(CURDIR)/$(DEPS_DIR) bash cross/qemu-plugin.sh $@ $<
+
 clean:
 	rm -rf build/x86_64* build/riscv64* build/aarch64*
 distclean:
