@@ -189,6 +189,7 @@ static void test_check_usage(void **state)
 
 int main(void)
 {
+    alarm(120);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_check_ok),
         cmocka_unit_test(test_check_closed_port),
