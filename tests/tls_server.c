@@ -17,6 +17,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -390,6 +391,8 @@ static void *ts_main(void *arg)
         int c = accept(s->fd, NULL, NULL);
         if (c < 0)
             continue;
+        int one = 1; /* no Nagle: latency figures must be kope's, not the test server's */
+        setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         s->n_conn++;
         ts_serve_conn(s, c);
     }
