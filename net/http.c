@@ -390,6 +390,9 @@ int http_post(struct http_client *c, const char *url, const char *const *headers
     SET(CURLOPT_SSL_VERIFYHOST, 2L);
     SET(CURLOPT_CERTINFO, 1L);
     SET(CURLOPT_TCP_KEEPALIVE, 1L);
+    /* A hung getaddrinfo() must not hold the caller past its timeout: let
+     * libcurl detach a still-running resolver thread instead of joining it. */
+    SET(CURLOPT_QUICK_EXIT, 1L);
     if (o.ca_file)
         SET(CURLOPT_CAINFO, o.ca_file);
     if (o.pinned_key)

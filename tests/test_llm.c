@@ -369,6 +369,34 @@ static void test_cancel(void **state)
     ts_stop(&srv);
 }
 
+/* Cancelling also ends a backoff wait at once. */
+static void test_cancel_backoff(void **state)
+{
+    (void)state;
+    struct ts_server srv;
+    struct llm_settings s;
+    struct llm_client *c = NULL;
+    struct llm_reply r;
+    char err[256];
+    const struct ts_reply script[] = {{.status = 500, .body = "{}"}};
+    assert_int_equal(ts_start(&srv, pki.cert, pki.key, script, 1), 0);
+    settings_for(&s, srv.port);
+    s.backoff_ms = 4000;
+    s.backoff_max_ms = 4000;
+    assert_int_equal(llm_client_new(&s, &c, err, sizeof err), 0);
+    uint64_t t0 = ts_now_ms();
+    llm_client_set_cancel(c, cancel_after_200ms, &t0);
+    llm_reply_init(&r);
+    assert_int_equal(llm_chat(c, msgs, 2, &r), NET_ERR_CANCELLED);
+    assert_true(ts_now_ms() - t0 < 800);
+    assert_int_equal(r.attempts, 1);
+    assert_non_null(strstr(r.error, "cancelled while waiting to retry"));
+    llm_reply_free(&r);
+    llm_client_free(c);
+    llm_settings_free(&s);
+    ts_stop(&srv);
+}
+
 static void test_reset_mid_body(void **state)
 {
     (void)state;
@@ -565,6 +593,7 @@ int main(void)
         cmocka_unit_test(test_stall_timeout),
         cmocka_unit_test(test_deadline),
         cmocka_unit_test(test_cancel),
+        cmocka_unit_test(test_cancel_backoff),
         cmocka_unit_test(test_reset_mid_body),
         cmocka_unit_test(test_malformed_json),
         cmocka_unit_test(test_big_body),
