@@ -599,10 +599,11 @@ static void time_fn(const char *name, void (*fn)(void), int min_ms, int max_rep,
                     int region)
 {
     static double samples[MAX_SAMPLES];
-    int warm = 2, number = 1;
+    int quick = (flags & H_FLAG_QUICK) != 0;
+    int warm = quick ? 1 : 2, number = 1, min_reps = quick ? 3 : 6;
     for (int i = 0; i < warm; i++)
         fn();
-    for (;;) {
+    for (; !quick;) {
         double t0 = now_ns();
         for (int i = 0; i < number; i++)
             fn();
@@ -612,10 +613,11 @@ static void time_fn(const char *name, void (*fn)(void), int min_ms, int max_rep,
         number *= 2;
     }
     if (max_rep > MAX_SAMPLES) max_rep = MAX_SAMPLES;
-    if (max_rep < 6) max_rep = 6;
+    if (quick) max_rep = min_reps;
+    if (max_rep < min_reps) max_rep = min_reps;
     int reps = 0;
     double total = 0;
-    while (reps < max_rep && (reps < 6 || total < min_ms * 1e6)) {
+    while (reps < max_rep && (reps < min_reps || total < min_ms * 1e6)) {
         if (flags & H_FLAG_FLUSH)
             flush_caches();
         double t0 = now_ns();
@@ -706,17 +708,19 @@ int main(int argc, char **argv)
     if (g_op == H_OP_GEMV) { task.n = 1; task.batch = 1; }
     if (g_family == 3 && task.batch == 0) task.batch = 1;
     if (max_work > 0) {
-        size_t b0 = task.batch, m0 = task.m, r0 = task.rows;
+        size_t b0 = task.batch, m0 = task.m, r0 = task.rows, n0 = task.n;
         for (;;) {
             double w = g_family == 3 ? (double)task.batch * task.m * task.n * task.k
                                      : (double)(task.rows ? task.rows : 1) * (task.cols ? task.cols : task.n);
             if (w <= max_work) break;
             if (g_family == 3 && task.batch > 1) task.batch = (task.batch + 1) / 2;
             else if (g_family == 3 && task.m > 1) task.m = (task.m + 1) / 2;
+            else if (g_family == 3 && task.n > 512) /* keep n mod 256: the tails */
+                task.n = (task.n / 2) / 256 * 256 + task.n % 256;
             else if ((g_family == 2 || op_rowwise(g_op)) && task.rows > 1) task.rows = (task.rows + 1) / 2;
             else break;
         }
-        if (task.batch != b0 || task.m != m0 || task.rows != r0)
+        if (task.batch != b0 || task.m != m0 || task.rows != r0 || task.n != n0)
             snprintf(task.label, sizeof task.label, "task-scaled");
     }
 
@@ -753,8 +757,11 @@ int main(int argc, char **argv)
                 report("method pinned cpu=%d\n", cpu);
         }
     }
-    report("method timer=CLOCK_MONOTONIC_RAW warmup=2 min_ms=%d max_rep=%d flush=%d\n", min_ms,
-           max_rep, (flags & H_FLAG_FLUSH) != 0);
+    if (flags & H_FLAG_QUICK)
+        report("method timer=CLOCK_MONOTONIC_RAW quick: warmup=1 samples=3 (emulated: time is not claimed)\n");
+    else
+        report("method timer=CLOCK_MONOTONIC_RAW warmup=2 samples>=20us min_ms=%d max_rep=%d "
+               "first-discarded flush=%d\n", min_ms, max_rep, (flags & H_FLAG_FLUSH) != 0);
     if (!run_case("pre-timing", &task, seed * 31 + 1, 0, rtol, atol, 1)) {
         report("done\n");
         return 0;

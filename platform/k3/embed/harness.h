@@ -40,6 +40,7 @@ enum h_op {
 #define H_FLAG_FLUSH 1        /* flush caches between timed repeats */
 #define H_FLAG_NO_BASELINES 2 /* time the candidate only */
 #define H_FLAG_NO_PIN 4       /* do not pin to one core */
+#define H_FLAG_QUICK 8        /* emulated: 1 warm-up, 3 samples, no calibration */
 
 /* Exit status of the harness when it reported a failure itself. */
 #define H_EXIT_FAIL 3
