@@ -29,6 +29,7 @@ static const struct command commands[] = {
     {"llm", cli_llm, "check the LLM endpoint: `kope llm check`"},
     {"tasks", cli_tasks, "list the tasks of a suite (default: embedded k3-core)"},
     {"measure", cli_measure, "verify and measure one kernel file: KERNEL.c --task NAME"},
+    {"probe", cli_probe, "characterise this machine: ISA, VLEN, caches, FMA peak, bandwidth"},
     {"version", cmd_version, "print version and build information"},
     {"help", cmd_help, "show this help, or `kope help COMMAND`"},
 };

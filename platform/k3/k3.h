@@ -96,7 +96,7 @@ int k3_screen_object(const char *path, enum plat_screen_rule *rule, char *detail
 /* ---------------------------------------------------------------- probe --- */
 
 /* `kope probe` for this target (platform/k3/probe.c, issue 3's other half).
- * Not yet wired: plat_k3_ops.probe is NULL until it exists. */
+ * Declarations of its helpers: k3_probe.h. */
 int k3_probe(struct platform *p, struct plat_probe *out);
 
 #endif
