@@ -142,10 +142,9 @@ static void print_measure(const struct plat_measure *m)
         printf("  %-12s median %10.0f ns  min %10.0f ns", b->name, b->median_ns, b->min_ns);
         if (m->has_icount)
             printf("  icount %llu", (unsigned long long)b->icount);
-        if (b->ratio > 0 && m->emulated)
-            printf("  -> candidate executes %.2fx fewer instructions\n", b->ratio);
-        else if (b->ratio > 0)
-            printf("  -> candidate is %.2fx faster (median time)\n", b->ratio);
+        if (b->ratio > 0)
+            printf("  -> %.2fx by %s (baseline/candidate; >1: candidate better)\n", b->ratio,
+                   m->emulated ? "instruction count" : "median time");
         else
             printf("  -> no speed ratio claimed%s\n", m->emulated ? " (emulated, no icount)" : "");
     }

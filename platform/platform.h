@@ -276,7 +276,7 @@ struct plat_measure {
     double spread;            /* (p90 - p10) / median over the kept repeats */
     int repeats;              /* timed calls kept (first discarded) */
     int warmup;               /* untimed calls before */
-    char method[160];         /* how measured: timer, pinning, flush, repeat rule */
+    char method[320];         /* how measured: timer, pinning, flush, repeat rule */
     /* Instruction counts from the qemu plugin, kernel call only (not start-up);
      * exactly repeatable for a fixed input. has_icount = 0 when no plugin. */
     int has_icount;
