@@ -245,7 +245,7 @@ static int extract_unfenced(const char *text, size_t len, struct llm_reply *r)
 static int extract_kernel(const char *text, size_t len, struct llm_reply *r)
 {
     size_t off = 0, best_start = 0, best_len = 0;
-    int n_blocks = 0, n_code = 0, have_best = 0, open = 0, unclosed = 0;
+    int n_blocks = 0, have_best = 0, open = 0, unclosed = 0;
     char ch = 0, lang[16] = "", best_lang[16] = "", other[16] = "";
     size_t open_len = 0, body_start = 0;
     struct line l;
@@ -261,7 +261,6 @@ static int extract_kernel(const char *text, size_t len, struct llm_reply *r)
             open = 0, n_blocks++;
             size_t blen = (size_t)(l.p - text) - body_start;
             if (lang_is_code(lang)) {
-                n_code++;
                 if (!have_best || blen >= best_len) {
                     have_best = 1, best_start = body_start, best_len = blen;
                     snprintf(best_lang, sizeof best_lang, "%s", lang);
@@ -275,7 +274,6 @@ static int extract_kernel(const char *text, size_t len, struct llm_reply *r)
         n_blocks++;
         size_t blen = len > body_start ? len - body_start : 0;
         if (lang_is_code(lang) && braces_balanced(text + body_start, blen)) {
-            n_code++;
             if (!have_best || blen >= best_len) {
                 have_best = 1, best_start = body_start, best_len = blen;
                 snprintf(best_lang, sizeof best_lang, "%s", lang);
