@@ -652,6 +652,7 @@ struct hrun {
     char method[256];
     uint64_t icount[PLAT_MAX_BASELINES + 1][3];
     int has_icount;
+    uint64_t cycles;
 };
 
 static void report_parse(char *text, struct hrun *h)
@@ -691,6 +692,8 @@ static void report_parse(char *text, struct hrun *h)
                 snprintf(t->name, sizeof t->name, "%s", name);
                 h->n_times++;
             }
+        } else if (strncmp(line, "cycles ", 7) == 0) {
+            h->cycles = strtoull(line + 7, NULL, 10);
         } else if (strncmp(line, "method ", 7) == 0) {
             size_t l = strlen(h->method);
             snprintf(h->method + l, sizeof h->method - l, "%s%s", l ? "; " : "", line + 7);
@@ -890,6 +893,7 @@ static int k3_measure(struct platform *p, const struct plat_task *t, const struc
     snprintf(out->method, sizeof out->method, "%.250s%s", h->method,
              k->emulated ? "; EMULATED: qemu wall time, not a speed" : "");
     out->has_icount = h->has_icount;
+    out->cycles = h->cycles;
     for (int i = 0; i < h->n_times; i++) {
         if (i == 0) {
             out->median_ns = h->times[0].med;

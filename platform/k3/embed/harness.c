@@ -36,9 +36,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#if defined(__linux__)
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/perf_event.h>
+#include <linux/seccomp.h>
+#endif
 
 #include "kernel_abi.h"
 #include "harness.h"
@@ -210,6 +220,78 @@ static void faults_install(void)
     int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE};
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
         sigaction(sigs[i], &sa, NULL);
+}
+
+/* ------------------------------------------------------------ seccomp --- */
+
+/* After set-up, the process may only do what checking and timing need:
+ * memory management, writing its report, clocks, signals, exiting. Every
+ * other system call (clone/fork, execve, openat, socket, connect, kill, ...)
+ * fails with EPERM rather than killing the process, so a board whose libc
+ * needs one more call degrades instead of failing every candidate.
+ * qemu-user refuses PR_SET_SECCOMP (it would filter qemu itself), so under
+ * emulation this reports "seccomp=unavailable" and the screen stands alone. */
+static const char *seccomp_install(void)
+{
+#if defined(__linux__) && defined(SECCOMP_MODE_FILTER) && \
+    (defined(__riscv) || defined(__x86_64__) || defined(__aarch64__))
+#if defined(__riscv)
+#define H_AUDIT_ARCH AUDIT_ARCH_RISCV64
+#elif defined(__x86_64__)
+#define H_AUDIT_ARCH AUDIT_ARCH_X86_64
+#else
+#define H_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#endif
+#define ALLOW(nr) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), \
+                  BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, H_AUDIT_ARCH, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        ALLOW(SYS_read), ALLOW(SYS_write), ALLOW(SYS_mmap), ALLOW(SYS_munmap),
+        ALLOW(SYS_mprotect), ALLOW(SYS_brk), ALLOW(SYS_madvise), ALLOW(SYS_mremap),
+        ALLOW(SYS_exit), ALLOW(SYS_exit_group), ALLOW(SYS_rt_sigreturn),
+        ALLOW(SYS_rt_sigprocmask), ALLOW(SYS_rt_sigaction), ALLOW(SYS_clock_gettime),
+        ALLOW(SYS_gettimeofday), ALLOW(SYS_getcpu), ALLOW(SYS_ioctl), ALLOW(SYS_futex),
+        ALLOW(SYS_getpid), ALLOW(SYS_gettid), ALLOW(SYS_tgkill), ALLOW(SYS_close),
+        ALLOW(SYS_fstat), ALLOW(SYS_sched_yield),
+#ifdef SYS_newfstatat
+        ALLOW(SYS_newfstatat),
+#endif
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+    };
+#undef ALLOW
+    struct sock_fprog prog = {(unsigned short)(sizeof f / sizeof f[0]), f};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        return "unavailable(no_new_privs)";
+    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+        return errno == EINVAL ? "unavailable(qemu-user or kernel without seccomp)" : "unavailable";
+    return "on(allow-list, others EPERM)";
+#else
+    return "unavailable(not built in)";
+#endif
+}
+
+/* ------------------------------------------------------------- cycles --- */
+
+/* Cycles through perf_event_open when the kernel allows it (user space
+ * only); -1 otherwise (qemu-user, perf_event_paranoid, no PMU driver). */
+static int g_perf_fd = -1;
+
+static void perf_open(void)
+{
+#if defined(__linux__) && defined(SYS_perf_event_open)
+    struct perf_event_attr pa;
+    memset(&pa, 0, sizeof pa);
+    pa.size = sizeof pa;
+    pa.type = PERF_TYPE_HARDWARE;
+    pa.config = PERF_COUNT_HW_CPU_CYCLES;
+    pa.disabled = 1;
+    pa.exclude_kernel = 1;
+    pa.exclude_hv = 1;
+    g_perf_fd = (int)syscall(SYS_perf_event_open, &pa, 0, -1, -1, 0);
+#endif
 }
 
 /* ---------------------------------------------------------------- rng --- */
@@ -617,6 +699,11 @@ static void time_fn(const char *name, void (*fn)(void), int min_ms, int max_rep,
     if (max_rep < min_reps) max_rep = min_reps;
     int reps = 0;
     double total = 0;
+    int count_cycles = region == 0 && g_perf_fd >= 0;
+    if (count_cycles) {
+        ioctl(g_perf_fd, PERF_EVENT_IOC_RESET, 0);
+        ioctl(g_perf_fd, PERF_EVENT_IOC_ENABLE, 0);
+    }
     while (reps < max_rep && (reps < min_reps || total < min_ms * 1e6)) {
         if (flags & H_FLAG_FLUSH)
             flush_caches();
@@ -626,6 +713,12 @@ static void time_fn(const char *name, void (*fn)(void), int min_ms, int max_rep,
         double dt = now_ns() - t0;
         total += dt;
         samples[reps++] = dt / number;
+    }
+    if (count_cycles) {
+        uint64_t cyc = 0;
+        ioctl(g_perf_fd, PERF_EVENT_IOC_DISABLE, 0);
+        if (read(g_perf_fd, &cyc, sizeof cyc) == (ssize_t)sizeof cyc && reps * number > 0)
+            report("cycles %llu\n", (unsigned long long)(cyc / ((uint64_t)reps * (uint64_t)number)));
     }
     int kept = reps - 1;
     double *s = samples + 1;
@@ -732,6 +825,7 @@ int main(int argc, char **argv)
     report("method vl_e32m1=%zu vl_e32m8=%zu\n", v1, v8);
 
     if (strcmp(mode, "verify") == 0) {
+        report("method seccomp=%s\n", seccomp_install());
         case_add(task.label, task.n, task.rows, task.cols, task.m, task.k, task.batch);
         cases_awkward(v1, v8);
         for (int i = 0; i < g_n_cases; i++) {
@@ -757,6 +851,9 @@ int main(int argc, char **argv)
                 report("method pinned cpu=%d\n", cpu);
         }
     }
+    perf_open();
+    report("method cycles=%s seccomp=%s\n", g_perf_fd >= 0 ? "perf_event_open(user)" : "unavailable",
+           seccomp_install());
     if (flags & H_FLAG_QUICK)
         report("method timer=CLOCK_MONOTONIC_RAW quick: warmup=1 samples=3 (emulated: time is not claimed)\n");
     else
