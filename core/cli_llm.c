@@ -111,8 +111,10 @@ static void ms_text(double ms, char *out, size_t len)
 }
 
 /* What to try next, by error. */
-static const char *hint(int rc, const struct llm_settings *s)
+static const char *hint(int rc, const struct llm_settings *s, int via_proxy)
 {
+    if (via_proxy && (rc == NET_ERR_CONNECT || rc == NET_ERR_TIMEOUT || rc == NET_ERR_RESET))
+        return "a proxy from the environment is in the way: check https_proxy, or exempt the host in no_proxy";
     switch (rc) {
     case NET_ERR_DNS: return "check the host name in the base URL and the board's DNS (/etc/resolv.conf)";
     case NET_ERR_CONNECT: return "is the server running and listening on that address and port? a firewall?";
@@ -138,7 +140,7 @@ static const char *hint(int rc, const struct llm_settings *s)
 
 /* Print the stage lines from the trace and rc; returns the exit code. */
 static int report(int rc, const struct llm_settings *s, const struct llm_trace *t, const struct llm_reply *r,
-                  const char *host, int port)
+                  const char *host, int port, int proxy_env)
 {
     char a[32], b[32];
     struct in6_addr ip6;
@@ -164,7 +166,8 @@ static int report(int rc, const struct llm_settings *s, const struct llm_trace *
         stage("TCP", "FAIL", "%s", r->error), failed = 1;
     else {
         ms_text(t->connect_ms, a, sizeof a);
-        stage("TCP", "ok", "connected to %s:%ld in %s", t->ip[0] ? t->ip : host, t->port > 0 ? t->port : (long)port, a);
+        stage("TCP", "ok", "connected to %s:%ld in %s%s", t->ip[0] ? t->ip : host, t->port > 0 ? t->port : (long)port,
+              a, t->via_proxy ? " (the proxy)" : "");
     }
     if (!t->tls)
         stage("TLS", "--", "plain http: no TLS%s", s->api_key ? " (WARNING: the API key travels unencrypted)" : "");
@@ -223,7 +226,7 @@ static int report(int rc, const struct llm_settings *s, const struct llm_trace *
         return CLI_OK;
     }
     printf("result: FAIL - %s\n", net_strerror(rc));
-    const char *h = hint(rc, s);
+    const char *h = hint(rc, s, t->via_proxy || proxy_env);
     if (*h)
         printf("hint:   %s\n", h);
     return CLI_FAIL;
@@ -285,9 +288,11 @@ static int llm_check(struct cli *c, int argc, char **argv)
         printf("              WARNING: %s cannot be read\n", s.ca_file);
     if (s.pinned_key)
         printf("  pinned key  %s (from %s)\n", s.pinned_key, o.pinned_key);
+    int proxy_env = 0;
     if (s.base_url) {
         char px[512];
         proxy_from_env(s.base_url, px, sizeof px);
+        proxy_env = strncmp(px, "none", 4) != 0;
         printf("  proxy       %s\n", px);
     }
     printf("  timeout     %ld ms\n", s.timeout_ms);
@@ -301,7 +306,7 @@ static int llm_check(struct cli *c, int argc, char **argv)
     };
     int rc = llm_chat(lc, msgs, 2, &r);
     url_host(url, host, sizeof host, &port);
-    code = report(rc, &s, llm_client_trace(lc), &r, host, port);
+    code = report(rc, &s, llm_client_trace(lc), &r, host, port, proxy_env);
 out:
     llm_reply_free(&r);
     llm_client_free(lc);

@@ -297,6 +297,10 @@ static void collect_info(CURL *e, struct http_response *r)
         snprintf(r->ip, sizeof r->ip, "%s", s);
     if (curl_easy_getinfo(e, CURLINFO_PRIMARY_PORT, &l) == CURLE_OK)
         r->port = l;
+    if (curl_easy_getinfo(e, CURLINFO_USED_PROXY, &l) == CURLE_OK)
+        r->via_proxy = l != 0;
+    if (curl_easy_getinfo(e, CURLINFO_REDIRECT_URL, &s) == CURLE_OK && s)
+        snprintf(r->location, sizeof r->location, "%s", s);
     struct curl_certinfo *ci = NULL;
     if (curl_easy_getinfo(e, CURLINFO_CERTINFO, &ci) == CURLE_OK && ci && ci->num_of_certs > 0) {
         for (struct curl_slist *p = ci->certinfo[0]; p; p = p->next) {

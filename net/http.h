@@ -52,6 +52,8 @@ struct http_response {
     char ip[64];             /* address actually connected to, "" if none */
     long port;
     int tls_verified;        /* 1 if a TLS peer was verified */
+    int via_proxy;           /* 1 if the request went through a proxy */
+    char location[256];      /* Location of a 3xx reply (never followed), "" if none */
     char cert_subject[256];  /* leaf certificate subject, "" if unknown */
     char cert_issuer[256];   /* leaf certificate issuer, "" if unknown */
     char cert_expire[64];

@@ -241,8 +241,12 @@ static void status_message(const struct llm_settings *s, const char *url, long s
         what = "unexpected status";
         break;
     }
-    snprintf(msg, msg_len, "HTTP %ld from %s: %s (model '%s')%s%s", status, url, what,
-             s->model ? s->model : "", said[0] ? "; server says: " : "", said);
+    if (status >= 300 && status < 400 && h->location[0])
+        snprintf(msg, msg_len, "HTTP %ld from %s: redirect to %.200s, not followed: put the final URL in the "
+                 "base URL", status, url, h->location);
+    else
+        snprintf(msg, msg_len, "HTTP %ld from %s: %s (model '%s')%s%s", status, url, what,
+                 s->model ? s->model : "", said[0] ? "; server says: " : "", said);
 }
 
 static void trace_take(struct llm_trace *t, const struct http_response *h, int rc)
@@ -253,6 +257,7 @@ static void trace_take(struct llm_trace *t, const struct http_response *h, int r
     t->first_byte_ms = h->first_byte_ms;
     snprintf(t->ip, sizeof t->ip, "%s", h->ip);
     t->port = h->port;
+    t->via_proxy = h->via_proxy;
     if (h->cert_subject[0] || h->cert_issuer[0]) {
         snprintf(t->cert_subject, sizeof t->cert_subject, "%s", h->cert_subject);
         snprintf(t->cert_issuer, sizeof t->cert_issuer, "%s", h->cert_issuer);

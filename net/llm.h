@@ -70,6 +70,7 @@ struct llm_trace {
     char ip[64];
     long port;
     int tls;                 /* 1 if https */
+    int via_proxy;           /* 1 if the last attempt went through a proxy */
     char cert_subject[256], cert_issuer[256], cert_expire[64];
     int last_rc;             /* NET_ERR_* of the last attempt, 0 if it succeeded */
 };

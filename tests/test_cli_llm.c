@@ -30,7 +30,7 @@ static int check(const char *cfg, const char *env)
     return run_cmd(out, sizeof out,
                    "env -u KOPE_CONFIG -u KOPE_LLM_BASE_URL -u KOPE_LLM_MODEL -u KOPE_LLM_API_KEY "
                    "-u KOPE_LLM_API_KEY_FILE -u KOPE_LLM_CA_FILE -u KOPE_LLM_PINNED_KEY -u https_proxy "
-                   "-u HTTPS_PROXY -u all_proxy -u ALL_PROXY %s %s %s%s llm check --timeout 3000",
+                   "-u HTTPS_PROXY -u all_proxy -u ALL_PROXY -u no_proxy -u NO_PROXY %s %s %s%s llm check --timeout 3000",
                    env, kope_bin(), cfg ? "--config " : "", cfg ? cfg : "");
 }
 
@@ -177,6 +177,22 @@ static void test_check_config_and_key_file(void **state)
     assert_null(strstr(out, "sk-oops"));
 }
 
+/* A proxy from the environment is shown (password hidden) and blamed. */
+static void test_check_proxy(void **state)
+{
+    (void)state;
+    char env[1024];
+    snprintf(env, sizeof env, "KOPE_LLM_BASE_URL=https://127.0.0.1:%d/v1 KOPE_LLM_MODEL=m "
+             "https_proxy=http://user:pw@127.0.0.1:%d", ts_closed_port(), ts_closed_port());
+    int rc = check(NULL, env);
+    print_message("%s", out);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "proxy       http://***@127.0.0.1:"));
+    assert_null(strstr(out, "user:pw"));
+    assert_non_null(strstr(out, "TCP    FAIL"));
+    assert_non_null(strstr(out, "hint:   a proxy from the environment"));
+}
+
 static void test_check_usage(void **state)
 {
     (void)state;
@@ -196,6 +212,7 @@ int main(void)
         cmocka_unit_test(test_check_untrusted),
         cmocka_unit_test(test_check_http_error),
         cmocka_unit_test(test_check_config_and_key_file),
+        cmocka_unit_test(test_check_proxy),
         cmocka_unit_test(test_check_usage),
     };
     return cmocka_run_group_tests(tests, setup_pki, NULL);

@@ -507,6 +507,67 @@ static void test_closed_port(void **state)
     llm_settings_free(&s);
 }
 
+/* A Retry-After beyond retry_after_max_ms ends the call at once, saying so. */
+static void test_retry_after_too_long(void **state)
+{
+    (void)state;
+    struct ts_server srv;
+    struct llm_reply r;
+    const struct ts_reply script[] = {{.status = 503, .headers = "Retry-After: 999\r\n", .body = "{}"},
+                                      {.status = 200, .body = good_body}};
+    uint64_t t0 = ts_now_ms();
+    assert_int_equal(chat(&srv, pki.cert, pki.key, script, 2, NULL, &r), NET_ERR_HTTP_SERVER);
+    assert_true(ts_now_ms() - t0 < 1000);
+    assert_int_equal(r.attempts, 1);
+    assert_non_null(strstr(r.error, "wait 999 s"));
+    llm_reply_free(&r);
+    ts_stop(&srv);
+}
+
+/* Redirects are not followed (a POST carrying the key must not wander). */
+static void test_redirect_not_followed(void **state)
+{
+    (void)state;
+    struct ts_server srv;
+    struct llm_reply r;
+    const struct ts_reply script[] = {
+        {.status = 301, .headers = "Location: https://elsewhere.example/v1/chat/completions\r\n", .body = ""},
+        {.status = 200, .body = good_body}};
+    assert_int_equal(chat(&srv, pki.cert, pki.key, script, 2, NULL, &r), NET_ERR_HTTP);
+    assert_int_equal(r.attempts, 1);
+    assert_int_equal(srv.n_req, 1);
+    assert_non_null(strstr(r.error, "redirect to https://elsewhere.example"));
+    llm_reply_free(&r);
+    ts_stop(&srv);
+}
+
+/* The proxy comes from the environment (libcurl's default), and no_proxy
+ * exempts hosts. A dead proxy makes a live server unreachable. */
+static void test_proxy_from_env(void **state)
+{
+    (void)state;
+    struct ts_server srv;
+    struct llm_reply r;
+    char px[64];
+    const struct ts_reply script[] = {{.status = 200, .body = good_body}};
+    snprintf(px, sizeof px, "http://127.0.0.1:%d", ts_closed_port());
+    setenv("https_proxy", px, 1);
+    unsetenv("no_proxy");
+    unsetenv("NO_PROXY");
+    assert_int_equal(chat(&srv, pki.cert, pki.key, script, 1, no_retries, &r), NET_ERR_CONNECT);
+    assert_int_equal(srv.n_req, 0);
+    llm_reply_free(&r);
+    ts_stop(&srv);
+
+    setenv("no_proxy", "127.0.0.1", 1);
+    assert_int_equal(chat(&srv, pki.cert, pki.key, script, 1, no_retries, &r), 0);
+    assert_int_equal(srv.n_req, 1);
+    llm_reply_free(&r);
+    ts_stop(&srv);
+    unsetenv("https_proxy");
+    unsetenv("no_proxy");
+}
+
 /* ------------------------------------------------------------ parser units */
 
 static void test_extract_rules(void **state)
@@ -580,6 +641,9 @@ static void test_settings(void **state)
 int main(void)
 {
     alarm(120); /* a client that ignores its timeouts must fail, not hang CI */
+    const char *proxies[] = {"https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"};
+    for (size_t i = 0; i < sizeof proxies / sizeof proxies[0]; i++)
+        unsetenv(proxies[i]); /* loopback tests must not go through the caller's proxy */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good_reply),
         cmocka_unit_test(test_pin_match),
@@ -600,6 +664,9 @@ int main(void)
         cmocka_unit_test(test_wrong_ca),
         cmocka_unit_test(test_pin_mismatch),
         cmocka_unit_test(test_closed_port),
+        cmocka_unit_test(test_retry_after_too_long),
+        cmocka_unit_test(test_redirect_not_followed),
+        cmocka_unit_test(test_proxy_from_env),
         cmocka_unit_test(test_extract_rules),
         cmocka_unit_test(test_error_text),
         cmocka_unit_test(test_settings),
