@@ -164,15 +164,15 @@ char *llm_request_json(const struct llm_settings *s, const struct llm_message *m
         goto out;
     for (size_t i = 0; i < n; i++) {
         cJSON *m = cJSON_CreateObject();
-        if (!m || !cJSON_AddItemToArray(arr, m))
-            goto out_m;
+        if (!m)
+            goto out;
+        if (!cJSON_AddItemToArray(arr, m)) { /* not attached: still ours to free */
+            cJSON_Delete(m);
+            goto out;
+        }
         if (!cJSON_AddStringToObject(m, "role", msgs[i].role ? msgs[i].role : "user") ||
             !cJSON_AddStringToObject(m, "content", msgs[i].content ? msgs[i].content : ""))
             goto out;
-        continue;
-    out_m:
-        cJSON_Delete(m);
-        goto out;
     }
     if (s->temperature >= 0 && !cJSON_AddNumberToObject(root, "temperature", s->temperature))
         goto out;
