@@ -435,6 +435,77 @@ static void test_caches_across_calls(void **state)
     platform_build_free(P, &b);
 }
 
+static void test_cheats_after_warmup(void **state)
+{
+    (void)state;
+    /* skips the work from the third consecutive call on the same output
+     * buffer: verification (at most two calls per buffer) never sees it; the
+     * timed repeats do, and only the post-timing check can tell */
+    const char *src = ADD_HEAD
+        "  static float *last; static unsigned same;\n"
+        "  (void)s; if (out == last) same++; else { last = out; same = 0; }\n"
+        "  if (same >= 2) return;\n"
+        "  for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i];\n}\n";
+    struct plat_task t;
+    task_init(&t, PLAT_OP_ADD);
+    struct plat_build b;
+    struct plat_verify v;
+    struct plat_measure m;
+    P->set.flags |= PLAT_SET_UNSAFE_NO_SCREEN;
+    assert_int_equal(platform_compile(P, &t, src, strlen(src), &b), 0);
+    assert_int_equal(platform_verify(P, &t, &b, &v), 0);
+    assert_true(v.pass); /* the cheat is not visible during verification */
+    assert_int_equal(platform_measure(P, &t, &b, &m), 0);
+    P->set.flags &= ~(unsigned)PLAT_SET_UNSAFE_NO_SCREEN;
+    fprintf(stderr, "  -> %s: %s\n", plat_fail_name(m.reason), m.detail);
+    assert_false(m.ok);
+    assert_int_equal(m.reason, PLAT_FAIL_STATEFUL);
+    platform_build_free(P, &b);
+}
+
+/* Ratios must point the right way: a kernel doing 8x the work must lose to
+ * the scalar baseline, a vector kernel must beat it (a harness that swapped
+ * candidate and baseline fails here). By icount under emulation, by time
+ * natively; skipped when emulated without the icount plugin. */
+static double ratio_vs_scalar(const char *src)
+{
+    struct plat_task t;
+    task_init(&t, PLAT_OP_ADD);
+    struct plat_build b;
+    struct plat_measure m;
+    assert_int_equal(platform_compile(P, &t, src, strlen(src), &b), 0);
+    assert_true(b.ok);
+    assert_int_equal(platform_measure(P, &t, &b, &m), 0);
+    assert_true(m.ok);
+    platform_build_free(P, &b);
+    for (int i = 0; i < m.n_baselines; i++)
+        if (strcmp(m.base[i].name, "scalar-O2") == 0)
+            return m.base[i].ratio;
+    return -1;
+}
+
+static void test_ratio_direction(void **state)
+{
+    (void)state;
+    const char *slow = ADD_HEAD
+        "  (void)s; for (int r = 0; r < 8; r++)\n"
+        "    for (size_t i = 0; i < n; i++) { out[i] = x[i] + y[i]; __asm__ volatile(\"\" ::: \"memory\"); }\n}\n";
+    const char *fast =
+        "#include <riscv_vector.h>\n" ADD_HEAD
+        "  (void)s; for (size_t i = 0; i < n;) { size_t vl = __riscv_vsetvl_e32m8(n - i);\n"
+        "    __riscv_vse32_v_f32m8(out + i, __riscv_vfadd_vv_f32m8(__riscv_vle32_v_f32m8(x + i, vl),\n"
+        "      __riscv_vle32_v_f32m8(y + i, vl), vl), vl); i += vl; }\n}\n";
+    P->set.flags |= PLAT_SET_UNSAFE_NO_SCREEN; /* the slow one uses an asm barrier */
+    double rs = ratio_vs_scalar(slow);
+    P->set.flags &= ~(unsigned)PLAT_SET_UNSAFE_NO_SCREEN;
+    double rf = ratio_vs_scalar(fast);
+    fprintf(stderr, "  -> slow %.3f  fast %.3f (baseline/candidate)\n", rs, rf);
+    if (rs == 0 && rf == 0)
+        skip(); /* emulated without icount: no ratio is claimed */
+    assert_true(rs > 0 && rs < 0.5);
+    assert_true(rf > 2);
+}
+
 static void test_no_kernel(void **state)
 {
     (void)state;
@@ -468,6 +539,8 @@ int main(void)
         cmocka_unit_test(test_screen_constructor),
         cmocka_unit_test(test_screen_global_symbol),
         cmocka_unit_test(test_caches_across_calls),
+        cmocka_unit_test(test_cheats_after_warmup),
+        cmocka_unit_test(test_ratio_direction),
         cmocka_unit_test(test_no_kernel),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
