@@ -10,6 +10,7 @@
  */
 #include <cJSON.h>
 
+#include "net/http.h"
 #include "net/llm.h"
 #include "testutil.h"
 #include "tls_server.c"
@@ -568,6 +569,56 @@ static void test_proxy_from_env(void **state)
     unsetenv("no_proxy");
 }
 
+/* One client keeps its connection: the second call pays no new handshake. */
+static void test_keep_alive(void **state)
+{
+    (void)state;
+    struct ts_server srv;
+    struct llm_settings s;
+    struct llm_client *c = NULL;
+    struct llm_reply r;
+    char err[256];
+    const struct ts_reply script[] = {{.status = 200, .body = good_body}};
+    assert_int_equal(ts_start(&srv, pki.cert, pki.key, script, 1), 0);
+    settings_for(&s, srv.port);
+    assert_int_equal(llm_client_new(&s, &c, err, sizeof err), 0);
+    for (int i = 0; i < 3; i++) {
+        llm_reply_init(&r);
+        assert_int_equal(llm_chat(c, msgs, 2, &r), 0);
+        llm_reply_free(&r);
+    }
+    assert_int_equal(srv.n_req, 3);
+    assert_int_equal(srv.n_conn, 1);
+    llm_client_free(c);
+    llm_settings_free(&s);
+    ts_stop(&srv);
+}
+
+static void test_error_codes(void **state)
+{
+    (void)state;
+    for (int code = -200; code >= -299; code--)
+        assert_non_null(net_strerror(code));
+    const int known[] = {NET_ERR_INTERNAL, NET_ERR_NOMEM, NET_ERR_ARG, NET_ERR_CANCELLED, NET_ERR_DNS,
+                         NET_ERR_CONNECT, NET_ERR_TIMEOUT, NET_ERR_RESET, NET_ERR_PROXY, NET_ERR_TLS,
+                         NET_ERR_CERT, NET_ERR_PIN, NET_ERR_CA_FILE, NET_ERR_TOOBIG, NET_ERR_HTTP_RATE,
+                         NET_ERR_HTTP_SERVER, NET_ERR_HTTP_AUTH, NET_ERR_HTTP_BADREQ, NET_ERR_HTTP_NOTFOUND,
+                         NET_ERR_HTTP, NET_ERR_REPLY};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+        assert_true(known[i] <= -200 && known[i] >= -299);
+        assert_string_not_equal(net_strerror(known[i]), "unknown net error");
+    }
+    assert_int_equal(http_status_err(200), 0);
+    assert_int_equal(http_status_err(429), NET_ERR_HTTP_RATE);
+    assert_int_equal(http_status_err(503), NET_ERR_HTTP_SERVER);
+    assert_int_equal(http_status_err(401), NET_ERR_HTTP_AUTH);
+    assert_int_equal(http_status_err(404), NET_ERR_HTTP_NOTFOUND);
+    assert_true(net_err_retryable(NET_ERR_HTTP_RATE) && net_err_retryable(NET_ERR_HTTP_SERVER));
+    assert_false(net_err_retryable(NET_ERR_HTTP_AUTH) || net_err_retryable(NET_ERR_CERT) ||
+                 net_err_retryable(NET_ERR_PIN) || net_err_retryable(NET_ERR_TOOBIG) ||
+                 net_err_retryable(NET_ERR_HTTP_BADREQ) || net_err_retryable(NET_ERR_HTTP_NOTFOUND));
+}
+
 /* ------------------------------------------------------------ parser units */
 
 static void test_extract_rules(void **state)
@@ -667,6 +718,8 @@ int main(void)
         cmocka_unit_test(test_retry_after_too_long),
         cmocka_unit_test(test_redirect_not_followed),
         cmocka_unit_test(test_proxy_from_env),
+        cmocka_unit_test(test_keep_alive),
+        cmocka_unit_test(test_error_codes),
         cmocka_unit_test(test_extract_rules),
         cmocka_unit_test(test_error_text),
         cmocka_unit_test(test_settings),
