@@ -146,7 +146,8 @@ static int report(int rc, const struct llm_settings *s, const struct llm_trace *
     struct in6_addr ip6;
     int literal = inet_pton(AF_INET, host, &ip6) == 1 || inet_pton(AF_INET6, host, &ip6) == 1;
     /* Which stage failed: the first not reached, or the one rc names. */
-    int fail_dns = rc == NET_ERR_DNS || rc == NET_ERR_PROXY;
+    int fail_dns = rc == NET_ERR_DNS || rc == NET_ERR_PROXY ||
+                   (rc == NET_ERR_TIMEOUT && !literal && !t->via_proxy && t->dns_ms < 0);
     int fail_tcp = rc == NET_ERR_CONNECT || (rc == NET_ERR_TIMEOUT && t->connect_ms < 0 && !fail_dns);
     int fail_tls = rc == NET_ERR_CERT || rc == NET_ERR_PIN || rc == NET_ERR_CA_FILE || rc == NET_ERR_TLS ||
                    (rc == NET_ERR_TIMEOUT && t->tls && t->tls_ms < 0 && !fail_tcp);

@@ -177,6 +177,30 @@ static void test_check_config_and_key_file(void **state)
     assert_null(strstr(out, "sk-oops"));
 }
 
+/* A name that resolves (localhost, in the certificate's SAN) and one that
+ * cannot (.invalid is reserved). */
+static void test_check_names(void **state)
+{
+    (void)state;
+    struct ts_server srv;
+    char env[2048];
+    const struct ts_reply script[] = {{.status = 200, .body = pong}};
+    assert_int_equal(ts_start(&srv, pki.cert, pki.key, script, 1), 0);
+    snprintf(env, sizeof env, "KOPE_LLM_BASE_URL=https://localhost:%d/v1 KOPE_LLM_MODEL=m KOPE_LLM_CA_FILE=%s",
+             srv.port, pki.ca);
+    int rc = check(NULL, env);
+    print_message("%s", out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "DNS    ok    localhost -> "));
+    ts_stop(&srv);
+
+    rc = check(NULL, "KOPE_LLM_BASE_URL=https://no-such-host.invalid/v1 KOPE_LLM_MODEL=m");
+    print_message("%s", out);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "DNS    FAIL"));
+    assert_non_null(strstr(out, "TCP    --    not reached"));
+}
+
 /* A proxy from the environment is shown (password hidden) and blamed. */
 static void test_check_proxy(void **state)
 {
@@ -212,6 +236,7 @@ int main(void)
         cmocka_unit_test(test_check_untrusted),
         cmocka_unit_test(test_check_http_error),
         cmocka_unit_test(test_check_config_and_key_file),
+        cmocka_unit_test(test_check_names),
         cmocka_unit_test(test_check_proxy),
         cmocka_unit_test(test_check_usage),
     };
