@@ -7,6 +7,9 @@
 
 #include <cJSON.h>
 
+#include "core/config.h"
+#include "core/err.h"
+#include "core/llm_conf.h"
 #include "testutil.h"
 #include "tls_server.c"
 
@@ -217,6 +220,64 @@ static void test_check_proxy(void **state)
     assert_non_null(strstr(out, "hint:   a proxy from the environment"));
 }
 
+/* llm_conf_load in-process: numbers from the config, environment overrides,
+ * type errors named. */
+static void test_conf_values(void **state)
+{
+    (void)state;
+    struct kope_config *cfg = NULL;
+    struct llm_settings s;
+    struct llm_conf_origin o;
+    char err[512];
+    const char *path = tpath("conf-values.json");
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("{\"llm\":{\"base_url\":\"https://h/v1\",\"model\":\"m\",\"temperature\":0.5,\"max_tokens\":999,"
+          "\"timeout_ms\":1234,\"retries\":7,\"total_timeout_ms\":99999,\"max_reply_bytes\":65536}}", f);
+    fclose(f);
+    unsetenv("KOPE_LLM_API_KEY");
+    unsetenv("KOPE_LLM_API_KEY_FILE");
+    unsetenv("KOPE_LLM_MODEL");
+    unsetenv("KOPE_LLM_BASE_URL");
+    unsetenv("KOPE_LLM_CA_FILE");
+    unsetenv("KOPE_LLM_PINNED_KEY");
+    setenv("KOPE_LLM_TIMEOUT_MS", "4321", 1);
+    unsetenv("KOPE_LLM_RETRIES");
+    assert_int_equal(kope_config_load(path, &cfg, err, sizeof err), 0);
+    llm_settings_init(&s);
+    assert_int_equal(llm_conf_load(cfg, &s, &o, err, sizeof err), 0);
+    assert_string_equal(s.base_url, "https://h/v1");
+    assert_string_equal(o.model, "config llm.model");
+    assert_true(s.temperature == 0.5);
+    assert_int_equal(s.max_tokens, 999);
+    assert_int_equal(s.timeout_ms, 4321); /* the environment wins */
+    assert_int_equal(s.retries, 7);
+    assert_int_equal(s.total_timeout_ms, 99999);
+    assert_int_equal(s.max_reply_bytes, 65536);
+    assert_null(s.api_key);
+    assert_string_equal(o.api_key, "not set");
+    llm_settings_free(&s);
+
+    setenv("KOPE_LLM_RETRIES", "many", 1);
+    llm_settings_init(&s);
+    assert_int_equal(llm_conf_load(cfg, &s, &o, err, sizeof err), KOPE_ERR_CONFIG);
+    assert_non_null(strstr(err, "KOPE_LLM_RETRIES"));
+    llm_settings_free(&s);
+    unsetenv("KOPE_LLM_RETRIES");
+    unsetenv("KOPE_LLM_TIMEOUT_MS");
+    kope_config_free(cfg);
+
+    f = fopen(path, "w");
+    fputs("{\"llm\":{\"model\":42}}", f);
+    fclose(f);
+    assert_int_equal(kope_config_load(path, &cfg, err, sizeof err), 0);
+    llm_settings_init(&s);
+    assert_int_equal(llm_conf_load(cfg, &s, &o, err, sizeof err), KOPE_ERR_CONFIG);
+    assert_non_null(strstr(err, "llm.model must be a string"));
+    llm_settings_free(&s);
+    kope_config_free(cfg);
+}
+
 static void test_check_usage(void **state)
 {
     (void)state;
@@ -238,6 +299,7 @@ int main(void)
         cmocka_unit_test(test_check_config_and_key_file),
         cmocka_unit_test(test_check_names),
         cmocka_unit_test(test_check_proxy),
+        cmocka_unit_test(test_conf_values),
         cmocka_unit_test(test_check_usage),
     };
     return cmocka_run_group_tests(tests, setup_pki, NULL);
