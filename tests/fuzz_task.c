@@ -1,0 +1,57 @@
+/*
+ * tests/fuzz_task.c - libFuzzer target for the parsers of outside bytes that
+ * issue 3 added: task suites (core/task.c, hand-written JSON) and the K3
+ * source screen (platform/k3/screen.c, LLM-written C). Not built by default;
+ * needs clang-19 with compiler-rt (libclang-rt-19-dev). From the repo root:
+ *
+ *   S=build/deps/sysroot-x86_64
+ *   clang-19 -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I. -isystem $S/include \
+ *     tests/fuzz_task.c core/task.c core/util.c platform/platform.c platform/k3/screen.c \
+ *     build/x86_64/gen/embed.c $S/lib/libcjson.a -o build/fuzz_task
+ *   mkdir -p build/fuzz-task && build/fuzz_task -max_total_time=60 build/fuzz-task
+ *
+ * (The K3 ops table is stubbed below: the fuzzer never opens a platform.)
+ * Invariants checked: a successful parse yields 1..TASK_MAX_TASKS tasks with
+ * sizes >= 1 and operands within TASK_MAX_BYTES; a failed one leaves the
+ * suite empty with a NUL-terminated message; the screen always terminates
+ * with a rule that matches its verdict.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/task.h"
+#include "platform/k3/k3.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+const struct platform_ops plat_k3_ops = {.name = "k3"};
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct task_suite s;
+    char err[256];
+    err[0] = '\0';
+    int rc = task_suite_parse((const char *)data, size, &s, err, sizeof err);
+    if (rc == 0) {
+        if (s.n_tasks == 0 || s.n_tasks > TASK_MAX_TASKS)
+            abort();
+        for (size_t i = 0; i < s.n_tasks; i++) {
+            const struct plat_task *t = &s.tasks[i].t;
+            if (task_bytes(t) > TASK_MAX_BYTES || task_bytes(t) <= 0)
+                abort();
+            if (t->rtol < 0 || t->atol < 0 || !memchr(t->name, '\0', sizeof t->name))
+                abort();
+        }
+        task_suite_free(&s);
+    } else if (s.tasks || s.n_tasks || !memchr(err, '\0', sizeof err) || !err[0]) {
+        abort();
+    }
+
+    enum plat_screen_rule rule;
+    char detail[128];
+    int r = k3_screen_source((const char *)data, size, &rule, detail, sizeof detail);
+    if ((r == 0) != (rule == PLAT_SCREEN_NONE) || !memchr(detail, '\0', sizeof detail))
+        abort();
+    return 0;
+}
