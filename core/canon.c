@@ -4,6 +4,7 @@
  * because every stored id depends on them.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,16 @@ int canon_utf8_valid(const char *s, size_t len)
 {
     const unsigned char *p = (const unsigned char *)s, *e = p + len;
     while (p < e) {
+        /* ASCII fast path: eight bytes at a time */
+        while (e - p >= 8) {
+            uint64_t w;
+            memcpy(&w, p, 8);
+            if (w & 0x8080808080808080ull)
+                break;
+            p += 8;
+        }
+        if (p >= e)
+            break;
         unsigned c = *p;
         size_t n;
         unsigned cp, min;
@@ -46,17 +57,19 @@ int canon_utf8_valid(const char *s, size_t len)
     return 1;
 }
 
-static int write_string(const char *s, struct buf *b)
+int canon_write_string(const char *s, struct buf *b)
 {
     size_t len = strlen(s);
     if (!canon_utf8_valid(s, len))
         return KOPE_ERR_CANON;
     buf_addc(b, '"');
-    const char *run = s;
-    for (const char *p = s; *p; p++) {
-        unsigned char c = (unsigned char)*p;
-        const char *esc = NULL;
+    const unsigned char *p = (const unsigned char *)s, *e = p + len, *run = p;
+    for (; p < e; p++) {
+        unsigned char c = *p;
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue; /* the common case: copied as part of a run */
         char u[8];
+        const char *esc = u;
         switch (c) {
         case '"': esc = "\\\""; break;
         case '\\': esc = "\\\\"; break;
@@ -65,19 +78,13 @@ static int write_string(const char *s, struct buf *b)
         case '\n': esc = "\\n"; break;
         case '\r': esc = "\\r"; break;
         case '\t': esc = "\\t"; break;
-        default:
-            if (c < 0x20) {
-                snprintf(u, sizeof u, "\\u%04x", c);
-                esc = u;
-            }
+        default: snprintf(u, sizeof u, "\\u%04x", c);
         }
-        if (esc) {
-            buf_add(b, run, (size_t)(p - run));
-            buf_adds(b, esc);
-            run = p + 1;
-        }
+        buf_add(b, run, (size_t)(p - run));
+        buf_adds(b, esc);
+        run = p + 1;
     }
-    buf_adds(b, run);
+    buf_add(b, run, (size_t)(e - run));
     return buf_addc(b, '"');
 }
 
@@ -87,10 +94,18 @@ static int write_number(double v, struct buf *b)
     if (!isfinite(v))
         return KOPE_ERR_CANON;
     if (v == floor(v) && fabs(v) < 9007199254740992.0) {
-        if (v == 0)
-            v = 0; /* -0 -> 0 */
-        snprintf(tmp, sizeof tmp, "%.0f", v);
-        return buf_adds(b, tmp);
+        /* integers (seq numbers, counts) are most numbers: no printf */
+        long long i = (long long)v; /* -0 becomes 0 here */
+        unsigned long long u = i < 0 ? 0ull - (unsigned long long)i : (unsigned long long)i;
+        char *q = tmp + sizeof tmp;
+        *--q = '\0';
+        do {
+            *--q = (char)('0' + u % 10);
+            u /= 10;
+        } while (u);
+        if (i < 0)
+            *--q = '-';
+        return buf_adds(b, q);
     }
     for (int prec = 1; prec <= 17; prec++) {
         snprintf(tmp, sizeof tmp, "%.*g", prec, v);
@@ -135,7 +150,7 @@ static int write_object(const cJSON *v, struct buf *b, int depth)
         }
         if (i)
             buf_addc(b, ',');
-        if ((rc = write_string(kids[i]->string, b)))
+        if ((rc = canon_write_string(kids[i]->string, b)))
             goto out;
         buf_addc(b, ':');
         if ((rc = write_value(kids[i], b, depth + 1)))
@@ -161,7 +176,7 @@ static int write_value(const cJSON *v, struct buf *b, int depth)
     case cJSON_String:
         if (!v->valuestring)
             return KOPE_ERR_CANON;
-        return write_string(v->valuestring, b);
+        return canon_write_string(v->valuestring, b);
     case cJSON_Array:
         buf_addc(b, '[');
         for (const cJSON *c = v->child; c; c = c->next) {

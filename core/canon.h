@@ -29,6 +29,9 @@ struct cJSON;
  * error (KOPE_ERR_TOOBIG / KOPE_ERR_NOMEM). */
 int canon_write(const struct cJSON *v, struct buf *b);
 
+/* Append one string in canonical form (quoted, escaped). */
+int canon_write_string(const char *s, struct buf *b);
+
 /* Check that s[0..len) is valid UTF-8 (as canon_write requires). */
 int canon_utf8_valid(const char *s, size_t len);
 

@@ -317,41 +317,46 @@ static int scan_blobs(const cJSON *v, uint8_t (*out)[32], size_t *n, int depth)
 
 /* ------------------------------------------------------------------ appending */
 
-/* Build the record object (body by reference: never copied, never freed). */
-static cJSON *record_json(const char *kind, const char *target, const uint8_t origin[32],
-                          int64_t seq, const uint8_t *prev, const uint8_t (*parents)[32],
-                          size_t n_parents, const cJSON *body)
+/* Write our record's canonical form straight into b: the top-level keys
+ * are emitted in their sorted order (body, kind, origin, parents, prev,
+ * seq, target, v), so only the body goes through the generic writer. The
+ * importer re-derives the same bytes through cJSON + canon_write; the tests
+ * check that both agree. */
+static int record_canon(struct buf *b, const char *kind, const char *target,
+                        const uint8_t origin[32], int64_t seq, const uint8_t *prev,
+                        const uint8_t (*parents)[32], size_t n_parents, const cJSON *body)
 {
     char hex[GRAPH_ID_HEX];
-    cJSON *r = cJSON_CreateObject(), *ps = cJSON_CreateArray();
-    if (!r || !ps)
-        goto fail;
+    int rc;
+    buf_adds(b, "{\"body\":");
+    if ((rc = canon_write(body, b)))
+        return rc;
+    buf_adds(b, ",\"kind\":\"");
+    buf_adds(b, kind); /* one of kinds[]: plain ASCII */
+    buf_adds(b, "\",\"origin\":\"");
+    util_hex(origin, 32, hex);
+    buf_adds(b, hex);
+    buf_adds(b, "\",\"parents\":[");
     for (size_t i = 0; i < n_parents; i++) {
         util_hex(parents[i], 32, hex);
-        if (!cJSON_AddItemToArray(ps, cJSON_CreateString(hex)))
-            goto fail;
+        buf_adds(b, i ? ",\"" : "\"");
+        buf_adds(b, hex);
+        buf_addc(b, '"');
     }
-    cJSON_AddItemToObject(r, "parents", ps);
-    ps = NULL;
-    util_hex(origin, 32, hex);
-    cJSON_AddStringToObject(r, "origin", hex);
-    cJSON_AddStringToObject(r, "kind", kind);
-    cJSON_AddStringToObject(r, "target", target);
-    cJSON_AddNumberToObject(r, "seq", (double)seq);
-    cJSON_AddNumberToObject(r, "v", GRAPH_FORMAT_VERSION);
+    buf_adds(b, "],\"prev\":");
     if (prev) {
         util_hex(prev, 32, hex);
-        cJSON_AddStringToObject(r, "prev", hex);
+        buf_addc(b, '"');
+        buf_adds(b, hex);
+        buf_addc(b, '"');
     } else {
-        cJSON_AddNullToObject(r, "prev");
+        buf_adds(b, "null");
     }
-    if (!cJSON_AddItemReferenceToObject(r, "body", (cJSON *)body))
-        goto fail;
-    return r;
-fail:
-    cJSON_Delete(ps);
-    cJSON_Delete(r);
-    return NULL;
+    buf_printf(b, ",\"seq\":%lld,\"target\":", (long long)seq);
+    if ((rc = canon_write_string(target, b)))
+        return rc;
+    buf_printf(b, ",\"v\":%d}", GRAPH_FORMAT_VERSION);
+    return buf_err(b);
 }
 
 /* The task a record is filed under: its own id for a task, else body.task. */
@@ -375,12 +380,9 @@ static int append_locked(struct graph *g, const char *kind, const char *target,
     size_t n_blobs = 0;
     struct store_rec r;
     memset(&r, 0, sizeof r);
-    cJSON *rec = record_json(kind, target, g->origin, g->seq + 1, g->seq ? g->head : NULL,
-                             parents, n_parents, body);
-    if (!rec)
-        return KOPE_ERR_NOMEM;
     buf_reset(&g->canon);
-    if ((rc = canon_write(rec, &g->canon))) {
+    if ((rc = record_canon(&g->canon, kind, target, g->origin, g->seq + 1, g->seq ? g->head : NULL,
+                           parents, n_parents, body))) {
         seterr(g, rc, "record has no canonical form (NaN, duplicate key, bad UTF-8 or too big)");
         goto out;
     }
@@ -396,8 +398,6 @@ static int append_locked(struct graph *g, const char *kind, const char *target,
     r.target = target;
     r.canon = g->canon.p;
     r.canon_len = g->canon.len;
-    r.parents = parents;
-    r.n_parents = n_parents;
     r.blobs = (const uint8_t(*)[32])blobs;
     r.n_blobs = n_blobs;
     rc = store_rec_put(g->st, &r);
@@ -413,7 +413,6 @@ static int append_locked(struct graph *g, const char *kind, const char *target,
     if (out_id)
         memcpy(out_id, r.id, 32);
 out:
-    cJSON_Delete(rec);
     return rc;
 }
 
@@ -871,45 +870,89 @@ static int origin_collect(void *ctx, const struct store_origin *o)
     return 0;
 }
 
+/* Blobs already written for the current origin (open addressing on the
+ * first 8 bytes of the hash; grows by doubling). Blobs are written once per
+ * origin, before the first record of that origin that references them, so a
+ * receiver never needs a blob from another origin's part of the shard. */
+struct hash_set {
+    uint8_t (*v)[32];
+    size_t cap, n;
+};
+
+static int hash_set_add(struct hash_set *h, const uint8_t k[32])
+{
+    if (2 * (h->n + 1) > h->cap) {
+        struct hash_set nh = {calloc(h->cap ? h->cap * 2 : 256, 32), h->cap ? h->cap * 2 : 256, 0};
+        if (!nh.v)
+            return KOPE_ERR_NOMEM;
+        for (size_t i = 0; i < h->cap; i++) {
+            static const uint8_t zero[32];
+            if (memcmp(h->v[i], zero, 32) != 0)
+                hash_set_add(&nh, h->v[i]);
+        }
+        free(h->v);
+        *h = nh;
+    }
+    uint64_t x;
+    memcpy(&x, k, 8);
+    for (size_t i = x & (h->cap - 1);; i = (i + 1) & (h->cap - 1)) {
+        static const uint8_t zero[32];
+        if (memcmp(h->v[i], k, 32) == 0)
+            return 0; /* already there */
+        if (memcmp(h->v[i], zero, 32) == 0) {
+            memcpy(h->v[i], k, 32);
+            h->n++;
+            return 1;
+        }
+    }
+}
+
 struct export_ctx {
+    struct graph *g;
     FILE *out;
     int64_t limit;
     int64_t n;
     struct buf tmp;
+    struct hash_set sent;
 };
 
-static int export_blob(void *ctx, const uint8_t hash[32], const char *data, size_t len)
+static int export_blob(struct export_ctx *c, const uint8_t hash[32])
 {
-    struct export_ctx *c = ctx;
-    char hex[GRAPH_ID_HEX];
-    util_hex(hash, 32, hex);
-    cJSON *s = cJSON_CreateString(""); /* text may be long: build it directly */
-    if (!s)
-        return KOPE_ERR_NOMEM;
-    cJSON_free(s->valuestring);
-    s->valuestring = malloc(len + 1);
-    if (!s->valuestring) {
-        cJSON_Delete(s);
-        return KOPE_ERR_NOMEM;
-    }
-    memcpy(s->valuestring, data, len);
-    s->valuestring[len] = '\0';
-    buf_reset(&c->tmp);
-    int rc = canon_write(s, &c->tmp);
-    cJSON_Delete(s);
+    char hex[GRAPH_ID_HEX], *data = NULL;
+    size_t len = 0;
+    int rc = store_blob_get(c->g->st, hash, &data, &len);
     if (rc)
-        return rc;
-    if (fprintf(c->out, "{\"blob\":\"%s\",\"text\":%s}\n", hex, c->tmp.p) < 0)
-        return KOPE_ERR_IO;
-    return 0;
+        return seterr(c->g, rc, "a stored record references a missing blob");
+    util_hex(hash, 32, hex);
+    buf_reset(&c->tmp);
+    if (!(rc = canon_write_string(data, &c->tmp)) &&
+        fprintf(c->out, "{\"blob\":\"%s\",\"text\":%s}\n", hex, c->tmp.p) < 0)
+        rc = KOPE_ERR_IO;
+    free(data);
+    return rc;
 }
 
 static int export_rec(void *ctx, const struct store_rec *r)
 {
     struct export_ctx *c = ctx;
     char hex[GRAPH_ID_HEX];
+    int rc;
     if (r->seq > c->limit)
         return 0; /* not covered by a checkpoint: never leaves the device */
+    /* blob references are the strings "sha256:HEX" in the canonical text */
+    for (const char *p = r->canon; (p = strstr(p, "\"sha256:")) != NULL; p += 8) {
+        uint8_t h[32];
+        if (strlen(p) < 73 || p[72] != '"')
+            continue;
+        memcpy(hex, p + 8, 64);
+        hex[64] = '\0';
+        if (util_unhex(hex, h, 32))
+            continue;
+        if ((rc = hash_set_add(&c->sent, h)) < 0)
+            return rc;
+        if (rc == 1 && (rc = export_blob(c, h)))
+            return rc;
+    }
     util_hex(r->id, 32, hex);
     if (fprintf(c->out, "{\"id\":\"%s\",%s\n", hex, r->canon + 1) < 0)
         return KOPE_ERR_IO;
@@ -922,7 +965,10 @@ int graph_export(struct graph *g, const char *since_json, FILE *out, int64_t *n_
     int rc = 0;
     cJSON *since = NULL;
     struct origin_list l = {0};
-    struct export_ctx c = {out, 0, 0, {0}};
+    struct export_ctx c;
+    memset(&c, 0, sizeof c);
+    c.g = g;
+    c.out = out;
     buf_init(&c.tmp, GRAPH_BLOB_MAX * 7 + 64);
     if (since_json) {
         since = cJSON_Parse(since_json);
@@ -944,8 +990,9 @@ int graph_export(struct graph *g, const char *since_json, FILE *out, int64_t *n_
         c.limit = l.v[i].ckpt_seq;
         if (from >= c.limit)
             continue;
-        if ((rc = store_blob_each_for(g->st, l.v[i].origin, from, export_blob, &c)) ||
-            (rc = store_rec_query(g->st, STORE_Q_ORIGIN, l.v[i].origin, from, NULL, export_rec, &c)))
+        free(c.sent.v);
+        memset(&c.sent, 0, sizeof c.sent);
+        if ((rc = store_rec_query(g->st, STORE_Q_ORIGIN, l.v[i].origin, from, NULL, export_rec, &c)))
             goto out;
     }
     if (fflush(out) != 0 || ferror(out))
@@ -953,6 +1000,7 @@ int graph_export(struct graph *g, const char *since_json, FILE *out, int64_t *n_
 out:
     if (n_records)
         *n_records = c.n;
+    free(c.sent.v);
     buf_free(&c.tmp);
     free(l.v);
     cJSON_Delete(since);
@@ -992,6 +1040,9 @@ struct importer {
     int64_t pending;       /* records written in the open, uncommitted transaction */
     int first_rc;
     int64_t line_no;
+    int head_known;        /* head/head_id below mirror the store */
+    int64_t head;
+    uint8_t head_id[32];
 };
 
 static int imp_fail(struct importer *im, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -1015,6 +1066,7 @@ static int imp_fail(struct importer *im, int rc, const char *fmt, ...)
  * kept open unless force is set. */
 static void imp_drop(struct importer *im, int force)
 {
+    im->head_known = 0; /* a rollback moves the head back */
     if (im->in_tx && (im->pending || force)) {
         store_rollback(im->g->st);
         im->in_tx = 0;
@@ -1043,6 +1095,7 @@ static void imp_end_origin(struct importer *im)
     im->have_origin = 0;
     im->poisoned = 0;
     im->pubkey_len = 0;
+    im->head_known = 0;
 }
 
 static int hex32(const cJSON *v, uint8_t out[32])
@@ -1078,10 +1131,8 @@ static int imp_blob(struct importer *im, cJSON *line)
     net_sha256(text->valuestring, len, got);
     if (memcmp(want, got, 32) != 0)
         return imp_fail(im, KOPE_ERR_BLOB, "blob content does not match its hash");
-    /* Blobs come before the records of their origin: records still pending
-     * here belong to the previous origin and were never covered. */
-    if (im->pending)
-        imp_end_origin(im);
+    /* A blob joins the open transaction: it is kept if the run that
+     * references it is, and rolled back with it otherwise. */
     int rc = imp_begin(im);
     if (!rc && (rc = store_blob_put(im->g->st, want, text->valuestring, len)))
         return imp_fail(im, rc, "%s", store_errmsg(im->g->st));
@@ -1154,17 +1205,23 @@ static int imp_record(struct importer *im, cJSON *rec, struct buf *canon)
         return 0;
     }
 
-    /* 4. chain: seq must follow the stored (or pending) head */
-    struct store_origin o;
-    int64_t head = 0;
-    uint8_t head_id[32] = {0};
-    rc = store_origin_get(im->g->st, origin, &o);
-    if (rc == 0) {
-        head = o.head_seq;
-        memcpy(head_id, o.head_id, 32);
-    } else if (rc != STORE_ERR_NOTFOUND) {
-        return imp_fail(im, rc, "%s", store_errmsg(im->g->st));
+    /* 4. chain: seq must follow the stored (or pending) head. The head is
+     * read from the store once per run and then tracked here. */
+    if (!im->head_known) {
+        struct store_origin o;
+        rc = store_origin_get(im->g->st, origin, &o);
+        if (rc == 0) {
+            im->head = o.head_seq;
+            memcpy(im->head_id, o.head_id, 32);
+        } else if (rc == STORE_ERR_NOTFOUND) {
+            im->head = 0;
+        } else {
+            return imp_fail(im, rc, "%s", store_errmsg(im->g->st));
+        }
+        im->head_known = 1;
     }
+    int64_t head = im->head;
+    const uint8_t *head_id = im->head_id;
     const char *k = kind->valuestring;
     rc = 0;
     if (s <= head) {
@@ -1236,8 +1293,6 @@ static int imp_record(struct importer *im, cJSON *rec, struct buf *canon)
     r.target = target->valuestring;
     r.canon = canon->p;
     r.canon_len = canon->len;
-    r.parents = (const uint8_t(*)[32])parents;
-    r.n_parents = n_parents;
     r.blobs = (const uint8_t(*)[32])blobs;
     r.n_blobs = n_blobs;
     rc = store_rec_put(im->g->st, &r);
@@ -1250,6 +1305,8 @@ static int imp_record(struct importer *im, cJSON *rec, struct buf *canon)
         return rc == STORE_ERR_FULL || rc == STORE_ERR_BUSY || rc == STORE_ERR_READONLY ? rc : 0;
     }
     im->pending++;
+    im->head = s;
+    memcpy(im->head_id, id, 32);
     if (strcmp(k, "checkpoint") == 0) {
         if ((rc = store_origin_set_ckpt(im->g->st, origin, s)) || (rc = store_commit(im->g->st))) {
             imp_fail(im, rc, "commit failed: %s", store_errmsg(im->g->st));
@@ -1299,6 +1356,7 @@ int graph_import(struct graph *g, FILE *in, struct graph_import_stats *stats)
         rc = KOPE_ERR_INTERNAL;
         goto out;
     }
+    store_set_cache_bytes(g->st, STORE_CACHE_BULK); /* see store.h */
     for (;;) {
         int lr = read_line(in, &line);
         if (lr == 1)
@@ -1343,6 +1401,7 @@ int graph_import(struct graph *g, FILE *in, struct graph_import_stats *stats)
     rc = im.first_rc;
 out:
     imp_drop(&im, 1);
+    store_set_cache_bytes(g->st, STORE_CACHE_DEFAULT);
     if (!rc)
         rc = im.first_rc;
     if (g->key)

@@ -47,9 +47,7 @@ struct store_rec {
     const char *target;
     const char *canon;
     size_t canon_len;
-    const uint8_t (*parents)[32];
-    size_t n_parents;
-    const uint8_t (*blobs)[32];
+    const uint8_t (*blobs)[32]; /* blobs the record references: must be stored */
     size_t n_blobs;
 };
 
@@ -70,8 +68,7 @@ int store_commit(struct store *st);
 void store_rollback(struct store *st);
 
 /* --- records ------------------------------------------------------------ */
-/* Insert a record, its parent links and blob links, and advance its origin's
- * head. Returns 0, 1 if this exact id is already stored (a no-op: merging is
+/* Insert a record (its origin's head advances with it). Returns 0, 1 if this exact id is already stored (a no-op: merging is
  * a union), STORE_ERR_CONFLICT if (origin, seq) holds another id, or an
  * error. Referenced blobs must already be stored (STORE_ERR_NOTFOUND). */
 int store_rec_put(struct store *st, const struct store_rec *r);
@@ -81,11 +78,10 @@ typedef int store_rec_cb(void *ctx, const struct store_rec *r);
 enum store_rec_query {
     STORE_Q_ID,        /* key = record id (0 or 1 row) */
     STORE_Q_TASK,      /* key = task id: every record of that task, in insertion order */
-    STORE_Q_CHILDREN,  /* key = record id: records listing it as a parent */
     STORE_Q_ORIGIN,    /* key = origin, n = seq: records of origin with seq > n, in seq order */
     STORE_Q_KIND,      /* key unused, kind: every record of this kind */
 };
-/* Run a query, calling cb for each row (parents and blobs are not filled).
+/* Run a query, calling cb for each row (blobs are not filled).
  * A non-zero return from cb stops the walk and is returned. Returns
  * STORE_ERR_NOTFOUND for STORE_Q_ID when absent. */
 int store_rec_query(struct store *st, enum store_rec_query q, const uint8_t key[32],
@@ -94,9 +90,6 @@ int store_rec_query(struct store *st, enum store_rec_query q, const uint8_t key[
  * ambiguous prefix). */
 int store_rec_range(struct store *st, const uint8_t lo[32], const uint8_t hi[32],
                     store_rec_cb *cb, void *ctx);
-/* The ids a record lists as parents, into out[max]; *n set. */
-int store_rec_parents(struct store *st, const uint8_t id[32], uint8_t (*out)[32], size_t max, size_t *n);
-
 /* --- origins (one row per device chain) --------------------------------- */
 struct store_origin {
     uint8_t origin[32];
@@ -116,11 +109,6 @@ int store_blob_put(struct store *st, const uint8_t hash[32], const void *data, s
 /* *data is heap, NUL-terminated, owned by the caller. */
 int store_blob_get(struct store *st, const uint8_t hash[32], char **data, size_t *len);
 int store_blob_has(struct store *st, const uint8_t hash[32]);
-/* Blobs linked from records of an origin with seq > since (for export). */
-typedef int store_blob_cb(void *ctx, const uint8_t hash[32], const char *data, size_t len);
-int store_blob_each_for(struct store *st, const uint8_t origin[32], int64_t since,
-                        store_blob_cb *cb, void *ctx);
-
 /* --- small key/value settings (device id, created time) ----------------- */
 /* *value heap, owned by caller; STORE_ERR_NOTFOUND if absent. */
 int store_meta_get(struct store *st, const char *key, char **value);
@@ -144,6 +132,13 @@ int store_stats_get(struct store *st, struct store_stats *s);
  * fail with STORE_ERR_FULL exactly as a full disk does. 0 = no cap. Used by
  * the `store.max_mb` setting and by the disk-full tests. */
 int store_set_max_bytes(struct store *st, int64_t max_bytes);
+
+/* Page cache for this handle, in bytes. The default (8 MiB) suits a board;
+ * bulk writers (import, the bench) raise it so the id index's pages stay
+ * in memory instead of being re-read from the file for every insert. */
+int store_set_cache_bytes(struct store *st, int64_t bytes);
+#define STORE_CACHE_DEFAULT (8ll << 20)
+#define STORE_CACHE_BULK (32ll << 20)
 
 /* Run PRAGMA integrity_check; 0 when "ok", STORE_ERR_CORRUPT with the first
  * message in errmsg otherwise. */

@@ -426,19 +426,18 @@ static void test_reid_breaks_chain(void **s)
     assert_int_equal(import_into("reid_in", "r2.jsonl", &st, &after), KOPE_ERR_CHAIN);
     assert_int_equal(after, 2);
     /* a forger who re-links the whole rest of the chain still cannot sign it */
-    char prev_old[80], prev_new[80];
+    char prev_old[80], prev_new[80], last_id[GRAPH_ID_HEX];
+    strcpy(last_id, id);
     for (int k = i + 1; k < n; k++) {
         if (!strstr(l[k], "\"seq\":"))
-            continue;
-        cJSON *j = cJSON_Parse(l[k - 1]);
-        snprintf(prev_new, sizeof prev_new, "\"prev\":\"%s\"", cJSON_GetObjectItem(j, "id")->valuestring);
-        cJSON_Delete(j);
-        j = cJSON_Parse(l[k]);
+            continue; /* a blob line */
+        snprintf(prev_new, sizeof prev_new, "\"prev\":\"%s\"", last_id);
+        cJSON *j = cJSON_Parse(l[k]);
         snprintf(prev_old, sizeof prev_old, "\"prev\":\"%s\"", cJSON_GetObjectItem(j, "prev")->valuestring);
         cJSON_Delete(j);
         char *r1 = replace(l[k], prev_old, prev_new);
         free(l[k]);
-        l[k] = reid(r1, id);
+        l[k] = reid(r1, last_id);
         free(r1);
     }
     write_lines("r3.jsonl", l, n);
