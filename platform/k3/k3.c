@@ -506,7 +506,21 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
 {
     struct k3 *k = p->priv;
     double t0 = now_ms();
-    int rc = rt_build(p);
+    int rc = 0;
+    int screen = !(p->set.flags & PLAT_SET_UNSAFE_NO_SCREEN);
+
+    /* gate 1: the source screen, before anything is built or written */
+    if (screen && k3_screen_source(src, len, &out->screen_rule, out->detail, sizeof out->detail)) {
+        out->reason = PLAT_FAIL_SCREEN_REJECTED;
+        goto done;
+    }
+    if (len > PLAT_SRC_MAX) {
+        out->reason = PLAT_FAIL_SCREEN_REJECTED;
+        out->screen_rule = PLAT_SCREEN_TOO_BIG;
+        snprintf(out->detail, sizeof out->detail, "source over %d bytes", PLAT_SRC_MAX);
+        goto done;
+    }
+    rc = rt_build(p);
     if (!rc)
         rc = rt_base(p, t->op);
     if (rc)
@@ -518,19 +532,6 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
         return set_err(p, PLAT_ERR_WORKDIR, "mkdir %.300s: %.100s", dir, strerror(errno));
     snprintf(file, sizeof file, "%s/cand.c", dir);
     snprintf(obj, sizeof obj, "%s/cand.o", dir);
-    int screen = !(p->set.flags & PLAT_SET_UNSAFE_NO_SCREEN);
-
-    /* gate 1: the source screen */
-    if (screen && k3_screen_source(src, len, &out->screen_rule, out->detail, sizeof out->detail)) {
-        out->reason = PLAT_FAIL_SCREEN_REJECTED;
-        goto done;
-    }
-    if (len > PLAT_SRC_MAX) {
-        out->reason = PLAT_FAIL_SCREEN_REJECTED;
-        out->screen_rule = PLAT_SCREEN_TOO_BIG;
-        snprintf(out->detail, sizeof out->detail, "source over %d bytes", PLAT_SRC_MAX);
-        goto done;
-    }
     if (file_write(file, src, len))
         return set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", file);
 
