@@ -286,6 +286,18 @@ static void blas_find(struct k3 *k, const char *setting)
         char lib[K3_PATH_MAX + 32];
         snprintf(lib, sizeof lib, "%.250s/lib/libopenblas.a", cand[i]);
         if (file_exists(lib)) {
+            /* the deps recipe builds OpenBLAS for RISCV64_ZVL256B and keeps
+             * the target-named archive next to libopenblas.a */
+            char dir[K3_PATH_MAX + 16];
+            snprintf(dir, sizeof dir, "%.250s/lib", cand[i]);
+            DIR *d = opendir(dir);
+            struct dirent *e;
+            k->blas_zvl256b = 0;
+            while (d && (e = readdir(d)))
+                if (strstr(e->d_name, "zvl256b"))
+                    k->blas_zvl256b = 1;
+            if (d)
+                closedir(d);
             char *abs = realpath(cand[i], NULL);
             snprintf(k->blas_dir, sizeof k->blas_dir, "%.250s", abs ? abs : cand[i]);
             free(abs);
@@ -470,7 +482,8 @@ static int rt_build(struct platform *p)
     if (!rc)
         rc = rt_compile(p, "blas.c", "blas_none.o", "-O2", NULL);
     if (!rc && k->blas_dir[0])
-        rc = rt_compile(p, "blas.c", "blas.o", "-O2", "-DHAVE_OPENBLAS");
+        rc = rt_compile(p, "blas.c", "blas.o", "-O2",
+                        k->blas_zvl256b ? "-DHAVE_OPENBLAS -DKOPE_BLAS_MIN_VLEN=256" : "-DHAVE_OPENBLAS");
     if (rc)
         return rc;
     k->rt_built = 1;

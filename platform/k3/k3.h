@@ -40,6 +40,7 @@ struct k3 {
     int rt_built;
     char blas_dir[256];       /* riscv64 sysroot with libopenblas.a, "" = none */
     char plugin[256];         /* qemu icount plugin .so, "" = none */
+    int blas_zvl256b;         /* the OpenBLAS build needs VLEN >= 256 (refused below) */
     uint64_t next_id;
     uint32_t base_built[2];   /* bit per op: baseline objects compiled (scalar, autovec) */
 };

@@ -10,10 +10,24 @@
 
 #ifdef HAVE_OPENBLAS
 #include <cblas.h>
+#if defined(__riscv_vector)
+#include <riscv_vector.h>
+#endif
+
+/* KOPE_BLAS_MIN_VLEN: the VLEN the library was built for (256 for a
+ * RISCV64_ZVL256B build). On a narrower machine its kernels would compute
+ * garbage or trap, so the baseline is refused rather than run. */
+#ifndef KOPE_BLAS_MIN_VLEN
+#define KOPE_BLAS_MIN_VLEN 0
+#endif
 
 int h_blas_available(int op)
 {
     static int init;
+#if defined(__riscv_vector)
+    if (__riscv_vlenb() * 8 < KOPE_BLAS_MIN_VLEN)
+        return 0;
+#endif
     if (!init) {
         openblas_set_num_threads(1);
         init = 1;

@@ -869,6 +869,9 @@ int main(int argc, char **argv)
         time_fn("autovec-O3", t_autovec, min_ms, max_rep, flags, 2);
         if (h_blas_available(g_op))
             time_fn("openblas", t_blas, min_ms, max_rep, flags, 3);
+        else if (g_family == 3)
+            report("method openblas=not used (not linked, or built for a wider VLEN than %zu)\n",
+                   v1 * 32);
     }
     if (!run_case("post-timing", &task, seed * 31 + 2, 1, rtol, atol, 0))
         report("fail stateful 0 wrong after timing with inputs reseeded in place\n");
