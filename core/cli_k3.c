@@ -137,6 +137,11 @@ static void print_measure(const struct plat_measure *m)
         printf("  icount %llu (vector %llu, vmem %llu)", (unsigned long long)m->icount,
                (unsigned long long)m->icount_vector, (unsigned long long)m->icount_vmem);
     printf("\n");
+    if (m->cycles)
+        printf("  cycles/call  %llu (perf_event_open)\n", (unsigned long long)m->cycles);
+    if (!m->emulated && m->median_ns > 0)
+        printf("  achieved     %.2f GFLOP/s, %.2f GB/s (nominal work of the task shape)\n",
+               m->flops / m->median_ns, m->bytes / m->median_ns);
     for (int i = 0; i < m->n_baselines; i++) {
         const struct plat_baseline *b = &m->base[i];
         printf("  %-12s median %10.0f ns  min %10.0f ns", b->name, b->median_ns, b->min_ns);

@@ -164,6 +164,50 @@ void plat_settings_init(struct plat_settings *s)
     memset(s, 0, sizeof *s);
 }
 
+void plat_task_work(const struct plat_task *t, double *flops, double *bytes)
+{
+    double n = (double)t->n, rc = (double)t->rows * (double)t->cols, c = (double)t->cols;
+    double m = (double)t->m, k = (double)t->k, b = t->batch ? (double)t->batch : 1;
+    *flops = *bytes = 0;
+    switch (t->op) {
+    case PLAT_OP_ADD: case PLAT_OP_MUL: *flops = n; *bytes = 12 * n; break;
+    case PLAT_OP_AXPY: *flops = 2 * n; *bytes = 12 * n; break;
+    case PLAT_OP_SCALE: *flops = n; *bytes = 8 * n; break;
+    case PLAT_OP_CLAMP: *flops = 2 * n; *bytes = 8 * n; break;
+    case PLAT_OP_RELU: *flops = n; *bytes = 8 * n; break;
+    case PLAT_OP_EXP: case PLAT_OP_TANH: *flops = n; *bytes = 8 * n; break;
+    case PLAT_OP_SIGMOID: *flops = 3 * n; *bytes = 8 * n; break;
+    case PLAT_OP_SILU: *flops = 4 * n; *bytes = 8 * n; break;
+    case PLAT_OP_GELU_TANH: *flops = 8 * n; *bytes = 8 * n; break;
+    case PLAT_OP_GELU_ERF: *flops = 4 * n; *bytes = 8 * n; break;
+    case PLAT_OP_SOFTMAX: *flops = 4 * rc; *bytes = 8 * rc; break;
+    case PLAT_OP_LAYERNORM: *flops = 7 * rc; *bytes = 8 * rc + 8 * c; break;
+    case PLAT_OP_RMSNORM: *flops = 4 * rc; *bytes = 8 * rc + 4 * c; break;
+    case PLAT_OP_SUM: case PLAT_OP_MAX: case PLAT_OP_MEAN: case PLAT_OP_ARGMAX:
+        *flops = rc; *bytes = 4 * rc + 4 * (double)t->rows; break;
+    case PLAT_OP_L2NORM: *flops = 2 * rc; *bytes = 4 * rc + 4 * (double)t->rows; break;
+    case PLAT_OP_GEMV: *flops = 2 * m * k; *bytes = 4 * (m * k + k + m); break;
+    case PLAT_OP_GEMM: case PLAT_OP_GEMM_NT:
+        *flops = 2 * b * m * (double)t->n * k;
+        *bytes = 4 * b * (m * k + k * (double)t->n + m * (double)t->n);
+        break;
+    default: break;
+    }
+}
+
+double plat_roofline_share(const struct plat_probe *pr, double flops, double bytes, double ns)
+{
+    if (!pr || pr->emulated || pr->peak_gflops_core <= 0 || pr->triad_gbs <= 0 || ns <= 0 ||
+        bytes <= 0)
+        return 0;
+    double ai = flops / bytes;                         /* flop per byte */
+    double attainable = pr->peak_gflops_core;          /* GFLOP/s */
+    if (ai * pr->triad_gbs < attainable)
+        attainable = ai * pr->triad_gbs;
+    double achieved = flops / ns;                      /* flop/ns = GFLOP/s */
+    return attainable > 0 ? achieved / attainable : 0;
+}
+
 /* ------------------------------------------------------------- handle --- */
 
 const struct platform_ops *platform_find(const char *name)

@@ -160,6 +160,11 @@ struct plat_settings {
 /* Zero everything: every field at its default. Cannot fail. */
 void plat_settings_init(struct plat_settings *s);
 
+/* Nominal work of one call of t: flops (2*m*n*k*batch for matmul; one per
+ * element per arithmetic step for the rest, transcendentals counted as one)
+ * and bytes moved (every input read once, the output written once). */
+void plat_task_work(const struct plat_task *t, double *flops, double *bytes);
+
 /* ------------------------------------------------------------------------
  * Why a candidate failed. Each bad-candidate class has its own value.
  * ------------------------------------------------------------------------ */
@@ -276,13 +281,16 @@ struct plat_measure {
     double spread;            /* (p90 - p10) / median over the kept repeats */
     int repeats;              /* timed calls kept (first discarded) */
     int warmup;               /* untimed calls before */
-    char method[320];         /* how measured: timer, pinning, flush, repeat rule */
+    char method[384];         /* how measured: timer, pinning, flush, repeat rule */
     /* Instruction counts from the qemu plugin, kernel call only (not start-up);
      * exactly repeatable for a fixed input. has_icount = 0 when no plugin. */
     int has_icount;
     uint64_t icount, icount_vector, icount_vmem;
     /* Cycles from perf_event_open when the kernel allows; 0 otherwise. */
     uint64_t cycles;
+    /* Nominal work of one call of the measured shape (plat_task_work), so the
+     * caller can place the kernel on the probed roofline (plat_roofline_share). */
+    double flops, bytes;
     int n_baselines;
     struct plat_baseline base[PLAT_MAX_BASELINES];
     double wall_ms;           /* wall time of the whole measure run */
@@ -302,6 +310,12 @@ struct plat_probe {
     char method[160];
     char note[PLAT_DETAIL_MAX];
 };
+
+/* Share (0..1+) of the attainable roofline min(peak, AI * bandwidth) that a
+ * call taking ns nanoseconds reaches on the probed machine, single core.
+ * Returns 0 when the probe is emulated or lacks the peak or bandwidth (no
+ * claim is made then). */
+double plat_roofline_share(const struct plat_probe *pr, double flops, double bytes, double ns);
 
 /* ------------------------------------------------------------------------
  * The interface.

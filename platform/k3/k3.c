@@ -663,7 +663,7 @@ struct hrun {
     int n_cases;
     struct htime times[PLAT_MAX_BASELINES + 1];
     int n_times;
-    char method[256];
+    char method[400];
     uint64_t icount[PLAT_MAX_BASELINES + 1][3];
     int has_icount;
     uint64_t cycles;
@@ -904,10 +904,11 @@ static int k3_measure(struct platform *p, const struct plat_task *t, const struc
         out->reason = PLAT_FAIL_HARNESS;
         snprintf(out->detail, sizeof out->detail, "no timing was reported");
     }
-    snprintf(out->method, sizeof out->method, "%.250s%s", h->method,
+    snprintf(out->method, sizeof out->method, "%.330s%s", h->method,
              k->emulated ? "; EMULATED: qemu wall time, not a speed" : "");
     out->has_icount = h->has_icount;
     out->cycles = h->cycles;
+    plat_task_work(t, &out->flops, &out->bytes);
     for (int i = 0; i < h->n_times; i++) {
         if (i == 0) {
             out->median_ns = h->times[0].med;
