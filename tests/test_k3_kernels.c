@@ -31,7 +31,8 @@
 #define RV_CC "clang-19 --target=riscv64-linux-gnu -march=rv64gcv_zba_zbb_zbs -mabi=lp64d"
 #define RV_RUN "qemu-riscv64 -cpu rv64,v=true,vlen=256,elen=64,vext_spec=v1.0,zba=true,zbb=true,zbs=true"
 
-/* The source tree: $KOPE_SRC, else the part of $KOPE_BIN before "/build/". */
+/* The source tree: $KOPE_SRC, else the part of $KOPE_BIN before "/build/"
+ * (tests/run.sh sets it), else the current directory if it is the tree. */
 static int src_root(char *buf, size_t cap)
 {
     const char *s = getenv("KOPE_SRC");
@@ -39,8 +40,11 @@ static int src_root(char *buf, size_t cap)
         return snprintf(buf, cap, "%s", s) < (int)cap ? 0 : -1;
     const char *bin = getenv("KOPE_BIN");
     const char *b = bin ? strstr(bin, "/build/") : NULL;
-    if (!b)
-        return -1;
+    if (!b) {
+        if (access("tests/k3_kernels_main.c", R_OK) != 0 || !getcwd(buf, cap))
+            return -1;
+        return 0;
+    }
     if ((size_t)(b - bin) >= cap)
         return -1;
     memcpy(buf, bin, (size_t)(b - bin));
