@@ -12,6 +12,10 @@
  * - every attempt and every wait - ends within total_timeout_ms, and the
  * caller's cancel callback stops it within about 100 ms.
  *
+ * A client serves one thread at a time (it owns one libcurl handle and keeps
+ * its connection alive between calls); its cancel callback may look at state
+ * that another thread sets.
+ *
  * Settings are plain data filled by core (config file, then environment).
  * The API key is a secret: it is sent only as "Authorization: Bearer", never
  * put in a message, and wiped by llm_settings_free().
