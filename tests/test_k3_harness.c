@@ -180,6 +180,21 @@ static void test_compile_error(void **state)
     platform_build_free(P, &b);
 }
 
+static void test_wrong_signature(void **state)
+{
+    (void)state;
+    /* a reduction signature for an elementwise task: refused by the compiler
+     * (the family prototype is force-included), not run into a crash */
+    struct plat_build b;
+    struct plat_verify v;
+    run(PLAT_OP_ADD, "#include <stddef.h>\n#include \"kernel_abi.h\"\n"
+        "void kope_kernel(size_t rows, size_t cols, const float *x, void *out) {\n"
+        "  (void)rows; (void)cols; (void)x; (void)out;\n}\n", &b, &v);
+    assert_int_equal(v.reason, PLAT_FAIL_COMPILE_ERROR);
+    assert_non_null(strstr(b.diag, "kope_kernel"));
+    platform_build_free(P, &b);
+}
+
 static void test_compile_error_diag_capped(void **state)
 {
     (void)state;
@@ -519,6 +534,7 @@ int main(void)
         cmocka_unit_test(test_good_gemm_passes),
         cmocka_unit_test(test_compile_error),
         cmocka_unit_test(test_compile_error_diag_capped),
+        cmocka_unit_test(test_wrong_signature),
         cmocka_unit_test(test_crash),
         cmocka_unit_test(test_never_returns),
         cmocka_unit_test(test_writes_past_output),
