@@ -69,16 +69,23 @@ ifneq ($(V),1)
   Q := @
 endif
 
-.PHONY: all test bench demo deps host-tools clean distclean
-all: $(BUILD)/kope
+.PHONY: all test bench demo deps deps-all host-tools clean distclean
+all: $(BUILD)/kope $(RV_DEPS)
 
 host-tools:
 	$(Q)bash cross/host-tools.sh
 
-# The sysroot is rebuilt only when cross/deps.sh changes (it keeps its own stamp).
-$(DEPS_STAMP): cross/deps.sh cross/deps-probe.c | host-tools
-	$(Q)ARCH=$(ARCH) W=$(CURDIR)/$(DEPS_DIR) bash cross/deps.sh
+# A sysroot is rebuilt only when cross/deps.sh changes (it keeps its own stamp).
+$(DEPS_DIR)/sysroot-%/.stamp: cross/deps.sh cross/deps-probe.c | host-tools
+	$(Q)ARCH=$* W=$(CURDIR)/$(DEPS_DIR) bash cross/deps.sh
 deps: $(DEPS_STAMP)
+# Every sysroot, each with its probe run (under qemu for the cross ones).
+deps-all: $(DEPS_DIR)/sysroot-x86_64/.stamp $(DEPS_DIR)/sysroot-riscv64/.stamp $(DEPS_DIR)/sysroot-aarch64/.stamp
+# Off the board, RVV candidates are cross-built and linked against the
+# riscv64 sysroot (OpenBLAS baseline): the x86_64 build needs it too.
+ifneq ($(ARCH),riscv64)
+RV_DEPS := $(DEPS_DIR)/sysroot-riscv64/.stamp
+endif
 
 $(BUILD)/obj/%.o: %.c $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
@@ -114,15 +121,17 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libkope.a
 	@echo "  BENCH   $@"
 	$(Q)$(CC) $(FINAL_CFLAGS) $< $(BUILD)/libkope.a $(FINAL_LDFLAGS) $(LIBS) -o $@
 
-test: $(BUILD)/kope $(TEST_BIN)
+test: $(BUILD)/kope $(TEST_BIN) $(RV_DEPS)
 	$(Q)KOPE_BIN=$(CURDIR)/$(BUILD)/kope KOPE_ARCH=$(ARCH) RUNNER="$(RUNNER)" \
 	    bash tests/run.sh $(TEST_BIN:%=$(CURDIR)/%)
 
 bench: $(BUILD)/kope $(BENCH_BIN)
 
-# The main job on the embedded default: a local SQLite file, no LLM needed.
-demo: $(BUILD)/kope
-	$(Q)bash tests/demo.sh $(CURDIR)/$(BUILD)/kope
+# The main job on the embedded default: a local SQLite file (./kope.db), no
+# LLM needed. Replaced by `kope run` when the agent lands.
+demo: $(BUILD)/kope $(RV_DEPS)
+	$(Q)$(RUNNER) $(BUILD)/kope init
+	$(Q)$(RUNNER) $(BUILD)/kope graph stats
 
 # ---- QEMU instruction-count plugin (platform/k3/qemu/) -----------------------
 # The host's dynamic qemu-riscv64 loads it to count the instructions of one

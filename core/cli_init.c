@@ -68,11 +68,16 @@ int cli_graph_open(struct cli *c, struct graph *g, int need_identity)
         return CLI_FAIL;
     graph_init(g, st);
     int rc = graph_identity_load(g, cli_key_path(c, kp, sizeof kp));
-    if (rc && (need_identity || rc != KOPE_ERR_NOINIT)) {
+    if (rc && need_identity) {
         fprintf(stderr, "kope: %s\n", g->err[0] ? g->err : kope_strerror(rc));
         graph_free(g);
         return CLI_FAIL;
     }
+    if (rc && rc != KOPE_ERR_NOINIT) /* e.g. the key file is gone: say so, carry on read-only */
+        fprintf(stderr, "kope: warning: %s; continuing without this device's identity "
+                        "(its records after the last checkpoint stay local)\n",
+                g->err[0] ? g->err : kope_strerror(rc));
+    g->err[0] = '\0';
     return CLI_OK;
 }
 

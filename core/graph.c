@@ -165,7 +165,7 @@ int graph_identity_load(struct graph *g, const char *key_path)
         goto out;
     }
     if ((rc = util_read_file(key_path, 64 * 1024, &pem, &len, err, sizeof err))) {
-        rc = seterr(g, KOPE_ERR_NOINIT, "cannot read this device's key: %s", err);
+        rc = seterr(g, KOPE_ERR_IO, "cannot read this device's key: %s", err);
         goto out;
     }
     if ((rc = net_key_load((const uint8_t *)pem, len + 1, &g->key))) {

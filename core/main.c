@@ -67,6 +67,10 @@ static const struct command *find_command(const char *name)
 static int cmd_help(struct cli *c, int argc, char **argv)
 {
     (void)c;
+    if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+        printf("usage: kope help [COMMAND]\nLists the commands, or shows one command's help.\n");
+        return CLI_OK;
+    }
     if (argc > 1) {
         const struct command *cmd = find_command(argv[1]);
         if (!cmd) {

@@ -1,0 +1,191 @@
+/*
+ * tests/test_cli.c - the kope binary as a user runs it: exit codes (0 ok,
+ * 1 failure, 2 usage), --help on every command, init/stats/show/log/dot,
+ * export/import between two stores, and clear errors for bad input.
+ */
+#include "testutil.h"
+
+#include <cJSON.h>
+
+#include "core/graph.h"
+#include "core/util.h"
+#include "store/store.h"
+
+static char out[1 << 16];
+
+#define KOPE(...) run_cmd(out, sizeof out, "cd %s && %s " __VA_ARGS__)
+#define DIR_ARGS getenv("KOPE_TEST_TMP") ? getenv("KOPE_TEST_TMP") : "/tmp", kope_bin()
+
+static void test_version_and_usage(void **s)
+{
+    (void)s;
+    assert_int_equal(KOPE("--version", DIR_ARGS), 0);
+    assert_non_null(strstr(out, "kope 0."));
+    assert_int_equal(KOPE("", DIR_ARGS), 2);
+    assert_non_null(strstr(out, "usage: kope"));
+    assert_int_equal(KOPE("frobnicate", DIR_ARGS), 2);
+    assert_non_null(strstr(out, "unknown command 'frobnicate'"));
+    assert_int_equal(KOPE("--bogus graph stats", DIR_ARGS), 2);
+    assert_int_equal(KOPE("--db", DIR_ARGS), 2);
+    assert_int_equal(KOPE("graph", DIR_ARGS), 2);
+    assert_int_equal(KOPE("graph nonsense", DIR_ARGS), 2);
+    assert_int_equal(KOPE("init --weird", DIR_ARGS), 2);
+}
+
+static void test_help_everywhere(void **s)
+{
+    (void)s;
+    assert_int_equal(KOPE("--help", DIR_ARGS), 0);
+    /* every command in the table answers --help with exit 0 and a usage line */
+    char list[sizeof out];
+    snprintf(list, sizeof list, "%s", out);
+    int n = 0;
+    for (char *line = strtok(list, "\n"); line; line = strtok(NULL, "\n")) {
+        char cmd[32];
+        if (strncmp(line, "  ", 2) != 0 || line[2] == ' ' || line[2] == '-' || sscanf(line, " %31s", cmd) != 1)
+            continue;
+        char o2[16384];
+        int rc = run_cmd(o2, sizeof o2, "cd %s && %s %s --help", DIR_ARGS, cmd);
+        if (rc != 0 || !strstr(o2, "usage"))
+            fail_msg("`kope %s --help` exited %d: %s", cmd, rc, o2);
+        rc = run_cmd(o2, sizeof o2, "cd %s && %s help %s", DIR_ARGS, cmd);
+        assert_int_equal(rc, 0);
+        n++;
+    }
+    assert_true(n >= 4);
+    assert_int_equal(KOPE("graph export --help", DIR_ARGS), 0);
+    assert_int_equal(KOPE("help nosuch", DIR_ARGS), 2);
+}
+
+static void test_init_stats(void **s)
+{
+    (void)s;
+    assert_int_equal(KOPE("--db c1.db init", DIR_ARGS), 0);
+    assert_non_null(strstr(out, "initialised c1.db"));
+    assert_int_equal(KOPE("--db c1.db init", DIR_ARGS), 0);
+    assert_non_null(strstr(out, "already initialised"));
+    assert_int_equal(KOPE("--db c1.db graph stats", DIR_ARGS), 0);
+    assert_non_null(strstr(out, "records   2"));
+    assert_non_null(strstr(out, "identity    1"));
+    /* KOPE_DB works like --db */
+    assert_int_equal(run_cmd(out, sizeof out, "cd %s && KOPE_DB=c1.db %s graph stats", DIR_ARGS), 0);
+    assert_non_null(strstr(out, "store     c1.db"));
+}
+
+/* A store with a real decision tree, made through the library. */
+static void make_store(const char *name)
+{
+    struct store *st;
+    struct graph g;
+    char err[256], ref[GRAPH_BLOB_REF];
+    uint8_t task[32], d1[32], d2[32];
+    unlink(tpath("%s.db", name));
+    unlink(tpath("%s.db.key", name));
+    assert_int_equal(store_open(tpath("%s.db", name), &st, err, sizeof err), 0);
+    graph_init(&g, st);
+    assert_int_equal(graph_identity_create(&g, tpath("%s.db.key", name), "k3"), 0);
+    cJSON *spec = cJSON_Parse("{\"name\":\"rmsnorm_4096\",\"op\":\"rmsnorm\"}");
+    assert_int_equal(graph_task_add(&g, "k3", spec, task), 0);
+    cJSON_Delete(spec);
+    assert_int_equal(graph_blob_put(&g, "void kope_kernel(void){}", 24, ref), 0);
+    char body[256];
+    snprintf(body, sizeof body, "{\"tags\":[\"lmul8\"],\"source\":\"%s\"}", ref);
+    cJSON *b = cJSON_Parse(body);
+    cJSON *o = cJSON_Parse("{\"status\":\"pass\",\"speedup\":3.25,\"baseline\":\"autovec\"}");
+    assert_int_equal(graph_decision_add(&g, task, NULL, "k3", b, d1), 0);
+    assert_int_equal(graph_outcome_add(&g, task, d1, "k3", o, NULL), 0);
+    assert_int_equal(graph_decision_add(&g, task, d1, "k3", b, d2), 0);
+    cJSON_Delete(o);
+    o = cJSON_Parse("{\"status\":\"timeout\",\"reason\":\"killed after 10 s\"}");
+    assert_int_equal(graph_outcome_add(&g, task, d2, "k3", o, NULL), 0);
+    cJSON_Delete(b);
+    cJSON_Delete(o);
+    graph_free(&g);
+    store_close(st);
+}
+
+static void test_log_dot_show(void **s)
+{
+    (void)s;
+    make_store("tree");
+    assert_int_equal(KOPE("--db tree.db graph log rmsnorm_4096", DIR_ARGS), 0);
+    assert_non_null(strstr(out, "task rmsnorm_4096"));
+    assert_non_null(strstr(out, "pass 3.25x vs autovec"));
+    assert_non_null(strstr(out, "timeout: killed after 10 s"));
+    assert_non_null(strstr(out, "best path:"));
+    assert_int_equal(KOPE("--db tree.db graph dot rmsnorm_4096", DIR_ARGS), 0);
+    assert_non_null(strstr(out, "digraph kope"));
+    assert_int_equal(KOPE("--db tree.db graph log no_such_task", DIR_ARGS), 1);
+    assert_non_null(strstr(out, "no task named"));
+    /* show by id prefix, taken from the log's first decision line */
+    char *star = strstr(out, "digraph");
+    (void)star;
+    assert_int_equal(KOPE("--db tree.db graph log rmsnorm_4096", DIR_ARGS), 0);
+    char *p = strstr(out, "* ");
+    assert_non_null(p);
+    char prefix[13];
+    memcpy(prefix, p + 2, 12);
+    prefix[12] = 0;
+    assert_int_equal(KOPE("--db tree.db graph show %s", DIR_ARGS, prefix), 0);
+    assert_non_null(strstr(out, "\"decision\""));
+    assert_non_null(strstr(out, prefix)); /* the id is shown */
+    assert_int_equal(KOPE("--db tree.db graph show XYZ", DIR_ARGS), 2);
+    assert_int_equal(KOPE("--db tree.db graph show 0000000000000000", DIR_ARGS), 1);
+}
+
+static void test_export_import_cli(void **s)
+{
+    (void)s;
+    make_store("src");
+    unlink(tpath("dst.db"));
+    assert_int_equal(KOPE("--db src.db graph export -o shard.jsonl", DIR_ARGS), 0);
+    assert_int_equal(KOPE("--db dst.db graph import shard.jsonl", DIR_ARGS), 0);
+    assert_non_null(strstr(out, "imported 8 new record(s), 0 already present, 0 rejected"));
+    assert_int_equal(KOPE("--db dst.db graph import shard.jsonl", DIR_ARGS), 0);
+    assert_non_null(strstr(out, "imported 0 new record(s), 8 already present"));
+    assert_int_equal(KOPE("--db dst.db graph log rmsnorm_4096", DIR_ARGS), 0);
+    /* a lying shard: exit 1, a message that says what was wrong */
+    assert_int_equal(run_cmd(out, sizeof out, "cd %s && sed 's/\"speedup\":3.25/\"speedup\":9.99/' shard.jsonl > bad.jsonl",
+                             getenv("KOPE_TEST_TMP")), 0);
+    assert_int_equal(KOPE("--db bad.db graph import bad.jsonl", DIR_ARGS), 1);
+    assert_non_null(strstr(out, "tampered"));
+    assert_int_equal(KOPE("--db dst.db graph import no-such-file", DIR_ARGS), 1);
+    assert_non_null(strstr(out, "no-such-file"));
+    /* version vector round trip */
+    assert_int_equal(KOPE("--db dst.db graph vector > vec.json && %s --db src.db graph export --since @vec.json -o none.jsonl",
+                          DIR_ARGS, kope_bin()), 0);
+    assert_non_null(strstr(out, "exported 0 record(s)"));
+    assert_int_equal(KOPE("--db src.db graph export --since '[1]'", DIR_ARGS), 2);
+}
+
+static void test_bad_files(void **s)
+{
+    (void)s;
+    assert_int_equal(run_cmd(out, sizeof out, "cd %s && head -c 100000 /dev/urandom > junk.db && echo '{\"llm\": [' > bad.json",
+                             getenv("KOPE_TEST_TMP")), 0);
+    assert_int_equal(KOPE("--db junk.db graph stats", DIR_ARGS), 1);
+    assert_non_null(strstr(out, "junk.db"));
+    assert_int_equal(KOPE("--config bad.json --db x.db init", DIR_ARGS), 1);
+    assert_non_null(strstr(out, "bad.json: invalid JSON near line"));
+    assert_int_equal(KOPE("--config missing.json --db x.db init", DIR_ARGS), 1);
+    assert_non_null(strstr(out, "missing.json"));
+    /* a store whose key file is gone: commands that need the identity say so */
+    make_store("nokey");
+    unlink(tpath("nokey.db.key"));
+    assert_int_equal(KOPE("--db nokey.db graph export -o nokey.jsonl", DIR_ARGS), 0);
+    assert_non_null(strstr(out, "warning: cannot read this device's key"));
+    assert_int_equal(KOPE("--db nokey.db graph stats", DIR_ARGS), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_version_and_usage),
+        cmocka_unit_test(test_help_everywhere),
+        cmocka_unit_test(test_init_stats),
+        cmocka_unit_test(test_log_dot_show),
+        cmocka_unit_test(test_export_import_cli),
+        cmocka_unit_test(test_bad_files),
+    };
+    return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
+}
