@@ -29,9 +29,12 @@ ifeq ($(ARCH),x86_64)
 else ifeq ($(ARCH),riscv64)
   CC      := $(CLANG) --target=riscv64-linux-gnu -march=rv64gcv_zba_zbb_zbs -mabi=lp64d
   RUNNER  := $(QEMU_RV) -L /usr/riscv64-linux-gnu
+  # bookworm's riscv64 GNU ld (binutils 2.40) segfaults on kope's link: lld does not
+  ARCH_LDFLAGS := -fuse-ld=lld
 else ifeq ($(ARCH),aarch64)
   CC      := $(CLANG) --target=aarch64-linux-gnu
   RUNNER  := qemu-aarch64 -L /usr/aarch64-linux-gnu
+  ARCH_LDFLAGS := -fuse-ld=lld
 else
   $(error ARCH=$(ARCH) is not supported: use x86_64, riscv64 or aarch64)
 endif
@@ -41,7 +44,7 @@ WARN      := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 FINAL_CFLAGS  = -std=c11 -D_GNU_SOURCE $(WARN) -MMD -MP -I. -isystem $(SYSROOT)/include \
                 -ffunction-sections -fdata-sections \
                 -DKOPE_ARCH=\"$(ARCH)\" $(CFLAGS)
-FINAL_LDFLAGS = -L$(SYSROOT)/lib -Wl,--gc-sections $(LDFLAGS)
+FINAL_LDFLAGS = -L$(SYSROOT)/lib -Wl,--gc-sections $(ARCH_LDFLAGS) $(LDFLAGS)
 ifneq ($(SANITIZER),)
   FINAL_CFLAGS  += -fsanitize=$(SANITIZER) -fno-omit-frame-pointer -fno-sanitize-recover=all
   FINAL_LDFLAGS += -fsanitize=$(SANITIZER)
