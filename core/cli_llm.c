@@ -297,6 +297,7 @@ static int llm_check(struct cli *c, int argc, char **argv)
         printf("  proxy       %s\n", px);
     }
     printf("  timeout     %ld ms\n", s.timeout_ms);
+    printf("  client      %s\n", llm_client_version());
     if (llm_client_new(&s, &lc, err, sizeof err)) {
         printf("config FAIL  %s\n", err);
         goto out;

@@ -146,6 +146,11 @@ void llm_client_set_cancel(struct llm_client *c, int (*cancel)(void *arg), void 
     c->cancel_arg = arg;
 }
 
+const char *llm_client_version(void)
+{
+    return http_version();
+}
+
 const struct llm_trace *llm_client_trace(const struct llm_client *c)
 {
     return &c->trace;

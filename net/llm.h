@@ -99,6 +99,9 @@ const struct llm_trace *llm_client_trace(const struct llm_client *c);
  * r->attempts / r->http_status / r->latency_ms filled. */
 int llm_chat(struct llm_client *c, const struct llm_message *msgs, size_t n, struct llm_reply *r);
 
+/* "libcurl/x.y.z mbedTLS/a.b.c ..." for reports (static storage). */
+const char *llm_client_version(void);
+
 /* The JSON request body for msgs under s (heap string, caller frees), or
  * NULL on out-of-memory. Exposed for tests and for `kope context`. */
 char *llm_request_json(const struct llm_settings *s, const struct llm_message *msgs, size_t n);
