@@ -242,22 +242,50 @@ static int toolchain_check(struct platform *p, struct k3 *k)
     if (file_write(src, prog, sizeof prog - 1))
         return set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", src);
     struct cmd c;
-    cmd_init(&c);
-    cmd_split(&c, k->cc);
-    cmd_split(&c, k->cflags);
-    cmd_arg(&c, "%s", src);
-    cmd_arg(&c, "-o");
-    cmd_arg(&c, "%s", exe);
-    cmd_arg(&c, "-static");
     struct k3_run_result res;
-    int rc = run_tool(p, &c, diag, sizeof diag, &res);
-    if (rc)
-        return rc;
+    int rc = 0;
+    /* Cross clang links with lld when it can: bookworm's riscv64 GNU ld has
+     * crashed on static links here. Try lld first, then the default linker. */
+    snprintf(k->ldflags, sizeof k->ldflags, "%s", !k->native && k->is_clang ? "-fuse-ld=lld" : "");
+    for (int attempt = 0; attempt < 2; attempt++) {
+        cmd_init(&c);
+        cmd_split(&c, k->cc);
+        cmd_split(&c, k->cflags);
+        cmd_split(&c, k->ldflags);
+        cmd_arg(&c, "%s", src);
+        cmd_arg(&c, "-o");
+        cmd_arg(&c, "%s", exe);
+        cmd_arg(&c, "-static");
+        rc = run_tool(p, &c, diag, sizeof diag, &res);
+        if (rc)
+            return rc;
+        if (tool_ok(&res) || !k->ldflags[0])
+            break;
+        k->ldflags[0] = '\0';
+    }
     if (!tool_ok(&res)) {
         char msg[400];
         snprintf(msg, sizeof msg, "%.390s", diag);
         return set_err(p, PLAT_ERR_NO_TOOLCHAIN,
                        "compiler '%.200s' cannot build RVV intrinsics (riscv_vector.h): %.200s", k->cc, msg);
+    }
+    /* and run it: a board without V, or a runner with bad options, fails here
+     * once instead of on every candidate */
+    cmd_init(&c);
+    cmd_split(&c, k->runner);
+    cmd_arg(&c, "%s", exe);
+    struct k3_run r = {.argv = c.argv, .timeout_ms = 20000, .cpu_s = 20,
+                       .out = diag, .out_len = sizeof diag};
+    rc = k3_child_run(&r, &res, p->err, sizeof p->err);
+    if (rc)
+        return rc;
+    if (!tool_ok(&res)) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "%.290s", diag);
+        return set_err(p, res.signaled ? PLAT_ERR_NO_TOOLCHAIN : PLAT_ERR_NO_RUNNER,
+                       "an RVV test program does not run%s%.200s (%s): %.250s",
+                       k->runner[0] ? " under " : "", k->runner,
+                       res.signaled ? strsignal(res.signal) : "exit status", msg);
     }
     return 0;
 }
@@ -604,6 +632,7 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
     cmd_init(&c);
     cmd_split(&c, k->cc);
     cmd_split(&c, k->native ? K3_NATIVE_MARCH : NULL);
+    cmd_split(&c, k->ldflags);
     cmd_split(&c, "-static -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc");
     cmd_arg(&c, "%s/harness.o", k->rt);
     cmd_arg(&c, "%s/ref.o", k->rt);

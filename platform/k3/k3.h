@@ -31,6 +31,7 @@ struct k3 {
     char cc[K3_CMD_MAX];      /* compiler command (words split on spaces) */
     char cflags[K3_CMD_MAX];  /* candidate flags */
     char runner[K3_CMD_MAX];  /* "" = run directly */
+    char ldflags[64];         /* linker choice for harness programs ("-fuse-ld=lld" or "") */
     int native;               /* running on riscv64 */
     int emulated;             /* candidates run under an emulator */
     int is_clang;
