@@ -158,13 +158,15 @@ static void print_measure(const struct plat_measure *m)
 int cli_measure(struct cli *c, int argc, char **argv)
 {
     const char *suite_path = NULL, *task_name = NULL, *file = NULL;
-    int no_baselines = 0, verify_only = 0;
+    int no_baselines = 0, verify_only = 0, flush = 0;
     if (cli_wants_help(argc, argv)) {
-        printf("usage: kope measure KERNEL.c --task NAME [--suite FILE] [--verify-only] [--no-baselines]\n"
+        printf("usage: kope measure KERNEL.c --task NAME [--suite FILE] [--verify-only]\n"
+               "                    [--no-baselines] [--flush]\n"
                "Screens, compiles, verifies (task shape + awkward sizes) and measures one kernel\n"
                "file against the task's same-run baselines (scalar -O2, auto-vectorized -O3,\n"
                "OpenBLAS for matmul). Under qemu results are labelled emulated: correctness and\n"
-               "instruction counts only. Config: platform.k3.{cc,cflags,runner,timeout_ms,...}.\n"
+               "instruction counts only. --flush flushes caches between timed samples.\n"
+               "Config: platform.name (k3), platform.k3.{cc,cflags,runner,timeout_ms,...}.\n"
                "Exit: 0 passed, 1 failed, 2 usage.\n");
         return CLI_OK;
     }
@@ -178,6 +180,8 @@ int cli_measure(struct cli *c, int argc, char **argv)
             no_baselines = 1;
         else if (strcmp(argv[i], "--verify-only") == 0)
             verify_only = 1;
+        else if (strcmp(argv[i], "--flush") == 0)
+            flush = 1;
         else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "kope measure: unknown option '%s'\n", argv[i]);
             return CLI_USAGE;
@@ -226,7 +230,11 @@ int cli_measure(struct cli *c, int argc, char **argv)
     cli_platform_settings(c, &set);
     if (no_baselines)
         set.flags |= PLAT_SET_NO_BASELINES;
-    rc = platform_open("k3", &set, &p, err, sizeof err);
+    if (flush)
+        set.flags |= PLAT_SET_FLUSH_CACHE;
+    struct kope_config *cfg = cli_config(c);
+    const char *target = cfg ? kope_config_str(cfg, "platform.name", "k3") : "k3";
+    rc = platform_open(target, &set, &p, err, sizeof err);
     if (rc) {
         fprintf(stderr, "kope measure: %s (%s)\n", err, platform_strerror(rc));
         goto out;

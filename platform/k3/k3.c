@@ -567,13 +567,13 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
     /* gate 1: the source screen, before anything is built or written */
     if (screen && k3_screen_source(src, len, &out->screen_rule, out->detail, sizeof out->detail)) {
         out->reason = PLAT_FAIL_SCREEN_REJECTED;
-        goto done;
+        goto out;
     }
     if (len > PLAT_SRC_MAX) {
         out->reason = PLAT_FAIL_SCREEN_REJECTED;
         out->screen_rule = PLAT_SCREEN_TOO_BIG;
         snprintf(out->detail, sizeof out->detail, "source over %d bytes", PLAT_SRC_MAX);
-        goto done;
+        goto out;
     }
     rc = rt_build(p);
     if (!rc)
@@ -612,7 +612,7 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
         out->reason = PLAT_FAIL_COMPILE_ERROR;
         snprintf(out->detail, sizeof out->detail, "%s",
                  res.timed_out ? "compiler timed out" : "compiler rejected the source");
-        goto done;
+        goto out;
     }
 
     /* gate 2: the object check */
@@ -623,7 +623,7 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
         if (rc == 1) {
             rc = 0;
             out->reason = PLAT_FAIL_SCREEN_REJECTED;
-            goto done;
+            goto out;
         }
     }
 
@@ -660,10 +660,10 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
         size_t dl = strlen(out->diag);
         snprintf(out->diag + dl, sizeof out->diag - dl, "%s", link_diag);
         out->path[0] = '\0';
-        goto done;
+        goto out;
     }
     out->ok = 1;
-done:
+out:
     out->compile_ms = now_ms() - t0;
     return 0;
 }
