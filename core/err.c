@@ -3,7 +3,8 @@
 #include <stdlib.h>
 
 #include "core/err.h"
-#include "net/crypto.h"
+#include "net/neterr.h"
+#include "platform/platform.h"
 #include "store/store.h"
 
 static const char *core_text(int code)
@@ -30,21 +31,15 @@ static const char *core_text(int code)
     }
 }
 
-/* Other modules' bands register nothing here: each has its own *_strerror,
- * and this dispatcher only knows which band a number is in. Modules added
- * later (platform, net LLM client) plug in below. */
+/* Each module owns its band and its text; this only knows the bands. */
 const char *kope_strerror(int code)
 {
     if (code <= -100 && code > -200)
         return store_strerror(code);
-    if (code <= -250 && code > -260) {
-        switch (code) {
-        case NET_ERR_CRYPTO: return "net: cryptographic operation failed";
-        case NET_ERR_CRYPTO_KEY: return "net: key does not parse";
-        case NET_ERR_CRYPTO_VERIFY: return "net: signature does not verify";
-        case NET_ERR_CRYPTO_BUF: return "net: buffer too small";
-        }
-    }
+    if (code <= -200 && code > -300)
+        return net_strerror(code);
+    if (code <= -300 && code > -400)
+        return platform_strerror(code);
     return core_text(code);
 }
 

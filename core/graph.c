@@ -625,7 +625,7 @@ int graph_task_find(struct graph *g, const char *name_or_id, uint8_t task[32])
         return seterr(g, KOPE_ERR_NOTFOUND, "record %s is not a task", name_or_id);
     }
     struct find_ctx c = {name_or_id, task, 0};
-    int rc = store_rec_query(g->st, STORE_Q_KIND, NULL, 0, "task", find_cb, &c);
+    int rc = store_rec_query(g->st, STORE_Q_TASKS, NULL, 0, find_cb, &c);
     if (rc)
         return rc;
     if (!c.n)
@@ -712,7 +712,7 @@ int graph_tree_load(struct graph *g, const uint8_t task[32], struct graph_tree *
     memset(t, 0, sizeof *t);
     memset(&c, 0, sizeof c);
     c.t = t;
-    int rc = store_rec_query(g->st, STORE_Q_TASK, task, 0, NULL, tree_cb, &c);
+    int rc = store_rec_query(g->st, STORE_Q_TASK, task, 0, tree_cb, &c);
     if (!rc && !t->task.json)
         rc = seterr(g, KOPE_ERR_NOTFOUND, "task not found");
     if (rc)
@@ -992,7 +992,7 @@ int graph_export(struct graph *g, const char *since_json, FILE *out, int64_t *n_
             continue;
         free(c.sent.v);
         memset(&c.sent, 0, sizeof c.sent);
-        if ((rc = store_rec_query(g->st, STORE_Q_ORIGIN, l.v[i].origin, from, NULL, export_rec, &c)))
+        if ((rc = store_rec_query(g->st, STORE_Q_ORIGIN, l.v[i].origin, from, export_rec, &c)))
             goto out;
     }
     if (fflush(out) != 0 || ferror(out))
@@ -1196,7 +1196,7 @@ static int imp_record(struct importer *im, cJSON *rec, struct buf *canon)
         im->have_origin = 1;
         uint8_t one[32];
         memcpy(one, origin, 32);
-        int prc = store_rec_query(im->g->st, STORE_Q_ORIGIN, one, 0, NULL, pubkey_cb, im);
+        int prc = store_rec_query(im->g->st, STORE_Q_ORIGIN, one, 0, pubkey_cb, im);
         if (prc < 0 && prc != STORE_ERR_NOTFOUND)
             return imp_fail(im, prc, "%s", store_errmsg(im->g->st));
     }

@@ -22,40 +22,42 @@
 
 enum stmt_id {
     S_BEGIN, S_COMMIT, S_ROLLBACK,
-    S_REC_GET_ID_ONLY, S_REC_INS, S_ORIGIN_UPSERT, S_KIND_INC,
-    S_Q_ID, S_Q_RANGE, S_Q_TASK, S_Q_ORIGIN, S_Q_KIND,
+    S_REC_GET_ID_ONLY, S_REC_INS, S_ORIGIN_UPSERT, S_ORIGIN_OID, S_KIND_INC,
+    S_Q_ID, S_Q_RANGE, S_Q_TASK, S_Q_ORIGIN, S_Q_TASKS,
     S_ORIGIN_GET, S_ORIGIN_EACH, S_ORIGIN_CKPT,
     S_BLOB_INS, S_BLOB_GET, S_BLOB_HAS,
     S_META_GET, S_META_SET,
     S_N
 };
 
-#define REC_COLS "r.id, r.origin, r.seq, r.prev, r.kind, r.target, r.task, r.canon"
+#define REC_COLS "r.id, o.origin, r.seq, r.prev, r.kind, r.target, r.task, r.canon"
+#define REC_FROM " FROM records r JOIN origins o ON o.oid = r.oid "
 
 static const char *const stmt_sql[S_N] = {
     [S_BEGIN] = "BEGIN IMMEDIATE",
     [S_COMMIT] = "COMMIT",
     [S_ROLLBACK] = "ROLLBACK",
-    [S_REC_GET_ID_ONLY] = "SELECT rid, id FROM records WHERE origin = ?1 AND seq = ?2",
-    [S_REC_INS] = "INSERT INTO records(id, origin, seq, prev, kind, target, task, canon, idk) "
+    [S_REC_GET_ID_ONLY] = "SELECT rid, id FROM records WHERE oid = ?1 AND seq = ?2",
+    [S_REC_INS] = "INSERT INTO records(id, oid, seq, prev, kind, target, task, canon, idk) "
                   "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     [S_ORIGIN_UPSERT] = "INSERT OR IGNORE INTO origins(origin) VALUES(?1)",
+    [S_ORIGIN_OID] = "SELECT oid FROM origins WHERE origin = ?1",
     [S_KIND_INC] = "INSERT INTO kind_counts(kind, n) VALUES(?1, ?2) "
                    "ON CONFLICT(kind) DO UPDATE SET n = n + excluded.n",
-    [S_Q_ID] = "SELECT " REC_COLS " FROM records r WHERE r.idk = ?2 AND r.id = ?1",
-    [S_Q_RANGE] = "SELECT " REC_COLS " FROM records r WHERE r.idk BETWEEN ?3 AND ?4 "
+    [S_Q_ID] = "SELECT " REC_COLS REC_FROM "WHERE r.idk = ?2 AND r.id = ?1",
+    [S_Q_RANGE] = "SELECT " REC_COLS REC_FROM "WHERE r.idk BETWEEN ?3 AND ?4 "
                    "AND r.id BETWEEN ?1 AND ?2 "
                    "ORDER BY r.id LIMIT 2",
-    [S_Q_TASK] = "SELECT " REC_COLS " FROM records r WHERE r.task = ?1 ORDER BY r.rid",
-    [S_Q_ORIGIN] = "SELECT " REC_COLS " FROM records r WHERE r.origin = ?1 AND r.seq > ?2 "
+    [S_Q_TASK] = "SELECT " REC_COLS REC_FROM "WHERE r.task = ?1 ORDER BY r.rid",
+    [S_Q_ORIGIN] = "SELECT " REC_COLS REC_FROM "WHERE o.origin = ?1 AND r.seq > ?2 "
                    "ORDER BY r.seq",
-    [S_Q_KIND] = "SELECT " REC_COLS " FROM records r WHERE r.kind = ?3 ORDER BY r.rid",
+    [S_Q_TASKS] = "SELECT " REC_COLS REC_FROM "WHERE r.kind = 'task' ORDER BY r.rid",
     [S_ORIGIN_GET] = "SELECT o.origin, r.seq, r.id, o.ckpt_seq FROM origins o "
-                     "JOIN records r ON r.origin = o.origin WHERE o.origin = ?1 "
+                     "JOIN records r ON r.oid = o.oid WHERE o.origin = ?1 "
                      "ORDER BY r.seq DESC LIMIT 1",
     [S_ORIGIN_EACH] = "SELECT o.origin, r.seq, r.id, o.ckpt_seq FROM origins o "
-                      "JOIN records r ON r.origin = o.origin AND r.seq = "
-                      "(SELECT max(seq) FROM records WHERE origin = o.origin) ORDER BY o.origin",
+                      "JOIN records r ON r.oid = o.oid AND r.seq = "
+                      "(SELECT max(seq) FROM records WHERE oid = o.oid) ORDER BY o.origin",
     [S_ORIGIN_CKPT] = "UPDATE origins SET ckpt_seq = ?2 WHERE origin = ?1 AND ckpt_seq < ?2",
     [S_BLOB_INS] = "INSERT OR IGNORE INTO blobs(hash, size, data) VALUES(?1, ?2, ?3)",
     [S_BLOB_GET] = "SELECT data FROM blobs WHERE hash = ?1",
@@ -77,6 +79,11 @@ struct store {
     sqlite3 *db;
     sqlite3_stmt *stmts[S_N];
     struct kind_delta kinds[KIND_SLOTS];
+    /* records reference their origin by a small integer (oid): the last one
+     * resolved is cached; a rollback forgets it (the row may be gone). */
+    int have_oid;
+    uint8_t oid_origin[32];
+    sqlite3_int64 oid;
     char errmsg[256];
 };
 
@@ -162,14 +169,15 @@ static const char *const migrations[] = {
     "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;"
     "CREATE TABLE blobs(bid INTEGER PRIMARY KEY, hash BLOB NOT NULL UNIQUE,"
     "  size INTEGER NOT NULL, data BLOB NOT NULL);"
-    "CREATE TABLE origins(origin BLOB PRIMARY KEY, ckpt_seq INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;"
+    "CREATE TABLE origins(oid INTEGER PRIMARY KEY, origin BLOB NOT NULL UNIQUE,"
+    "  ckpt_seq INTEGER NOT NULL DEFAULT 0);"
     "CREATE TABLE records(rid INTEGER PRIMARY KEY, id BLOB NOT NULL, idk INTEGER NOT NULL,"
-    "  origin BLOB NOT NULL REFERENCES origins(origin), seq INTEGER NOT NULL CHECK(seq >= 1),"
+    "  oid INTEGER NOT NULL REFERENCES origins(oid), seq INTEGER NOT NULL CHECK(seq >= 1),"
     "  prev BLOB, kind TEXT NOT NULL, target TEXT NOT NULL, task BLOB, canon TEXT NOT NULL,"
-    "  UNIQUE(origin, seq));"
+    "  UNIQUE(oid, seq));"
     "CREATE INDEX records_idk ON records(idk);"
     "CREATE INDEX records_task ON records(task) WHERE task IS NOT NULL;"
-    "CREATE INDEX records_kind ON records(kind);"
+    "CREATE INDEX records_tasks ON records(rid) WHERE kind = 'task';"
     "CREATE TABLE llm_queue(qid INTEGER PRIMARY KEY, created INTEGER NOT NULL,"
     "  state TEXT NOT NULL CHECK(state IN ('pending','sent','done','failed')),"
     "  task BLOB, parent BLOB, prompt_blob BLOB, reply_blob BLOB,"
@@ -371,6 +379,7 @@ int store_commit(struct store *st)
 void store_rollback(struct store *st)
 {
     memset(st->kinds, 0, sizeof st->kinds);
+    st->have_oid = 0;
     if (sqlite3_get_autocommit(st->db))
         return; /* SQLite already rolled back (e.g. after SQLITE_FULL) */
     sqlite3_stmt *s = stmt(st, S_ROLLBACK);
@@ -381,12 +390,12 @@ void store_rollback(struct store *st)
 /* --------------------------------------------------------------- records */
 
 /* After a UNIQUE failure: the same record (a no-op) or a fork? */
-static int rec_existing(struct store *st, const struct store_rec *r)
+static int rec_existing(struct store *st, const struct store_rec *r, sqlite3_int64 oid)
 {
     sqlite3_stmt *s = stmt(st, S_REC_GET_ID_ONLY);
     if (!s)
         return STORE_ERR_SQL;
-    sqlite3_bind_blob(s, 1, r->origin, 32, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 1, oid);
     sqlite3_bind_int64(s, 2, r->seq);
     int rc = sqlite3_step(s), out;
     if (rc == SQLITE_ROW) {
@@ -417,10 +426,28 @@ int store_rec_put(struct store *st, const struct store_rec *r)
         if ((rc = step_done(st, s)))
             return rc;
     }
+    if (!st->have_oid || memcmp(st->oid_origin, r->origin, 32) != 0) {
+        if (!(s = stmt(st, S_ORIGIN_OID)))
+            return STORE_ERR_SQL;
+        sqlite3_bind_blob(s, 1, r->origin, 32, SQLITE_STATIC);
+        rc = sqlite3_step(s);
+        if (rc == SQLITE_ROW) {
+            st->oid = sqlite3_column_int64(s, 0);
+            memcpy(st->oid_origin, r->origin, 32);
+            st->have_oid = 1;
+        }
+        sqlite3_reset(s);
+        if (rc == SQLITE_DONE) {
+            snprintf(st->errmsg, sizeof st->errmsg, "record of an origin whose chain start is not stored");
+            return STORE_ERR_CONFLICT;
+        }
+        if (rc != SQLITE_ROW)
+            return fail(st, rc);
+    }
     if (!(s = stmt(st, S_REC_INS)))
         return STORE_ERR_SQL;
     sqlite3_bind_blob(s, 1, r->id, 32, SQLITE_STATIC);
-    sqlite3_bind_blob(s, 2, r->origin, 32, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, st->oid);
     sqlite3_bind_int64(s, 3, r->seq);
     if (r->has_prev)
         sqlite3_bind_blob(s, 4, r->prev, 32, SQLITE_STATIC);
@@ -434,7 +461,7 @@ int store_rec_put(struct store *st, const struct store_rec *r)
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
     if (rc == SQLITE_CONSTRAINT_UNIQUE || rc == SQLITE_CONSTRAINT_PRIMARYKEY)
-        return rec_existing(st, r);
+        return rec_existing(st, r, st->oid);
     if (rc == SQLITE_CONSTRAINT_FOREIGNKEY) {
         fail(st, rc);
         snprintf(st->errmsg, sizeof st->errmsg, "record of an origin whose chain start is not stored");
@@ -496,18 +523,16 @@ static int rec_rows(struct store *st, sqlite3_stmt *s, int need_row, store_rec_c
 }
 
 int store_rec_query(struct store *st, enum store_rec_query q, const uint8_t key[32],
-                    int64_t n, const char *kind, store_rec_cb *cb, void *ctx)
+                    int64_t n, store_rec_cb *cb, void *ctx)
 {
     static const enum stmt_id map[] = {
         [STORE_Q_ID] = S_Q_ID, [STORE_Q_TASK] = S_Q_TASK,
-        [STORE_Q_ORIGIN] = S_Q_ORIGIN, [STORE_Q_KIND] = S_Q_KIND,
+        [STORE_Q_ORIGIN] = S_Q_ORIGIN, [STORE_Q_TASKS] = S_Q_TASKS,
     };
     sqlite3_stmt *s = stmt(st, map[q]);
     if (!s)
         return STORE_ERR_SQL;
-    if (q == STORE_Q_KIND)
-        sqlite3_bind_text(s, 3, kind, -1, SQLITE_STATIC);
-    else
+    if (q != STORE_Q_TASKS)
         sqlite3_bind_blob(s, 1, key, 32, SQLITE_STATIC);
     if (q == STORE_Q_ID)
         sqlite3_bind_int64(s, 2, idk(key));

@@ -79,13 +79,13 @@ enum store_rec_query {
     STORE_Q_ID,        /* key = record id (0 or 1 row) */
     STORE_Q_TASK,      /* key = task id: every record of that task, in insertion order */
     STORE_Q_ORIGIN,    /* key = origin, n = seq: records of origin with seq > n, in seq order */
-    STORE_Q_KIND,      /* key unused, kind: every record of this kind */
+    STORE_Q_TASKS,     /* key unused: every task record (a small partial index) */
 };
 /* Run a query, calling cb for each row (blobs are not filled).
  * A non-zero return from cb stops the walk and is returned. Returns
  * STORE_ERR_NOTFOUND for STORE_Q_ID when absent. */
 int store_rec_query(struct store *st, enum store_rec_query q, const uint8_t key[32],
-                    int64_t n, const char *kind, store_rec_cb *cb, void *ctx);
+                    int64_t n, store_rec_cb *cb, void *ctx);
 /* Records whose id lies in [lo, hi] (byte order), at most 2 (to detect an
  * ambiguous prefix). */
 int store_rec_range(struct store *st, const uint8_t lo[32], const uint8_t hi[32],

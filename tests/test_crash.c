@@ -120,7 +120,7 @@ static int64_t check_store(void)
     assert_int_equal(store_integrity_check(st), 0);
     struct walk w;
     memset(&w, 0, sizeof w);
-    assert_int_equal(store_rec_query(st, STORE_Q_ORIGIN, src_origin, 0, NULL, walk_cb, &w), 0);
+    assert_int_equal(store_rec_query(st, STORE_Q_ORIGIN, src_origin, 0, walk_cb, &w), 0);
     struct store_origin o;
     if (w.seq > 0) {
         assert_int_equal(store_origin_get(st, src_origin, &o), 0);

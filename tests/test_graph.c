@@ -274,7 +274,7 @@ static void test_chain_and_signatures(void **s)
     build_source(&d, "chain");
     struct chain_ctx c;
     memset(&c, 0, sizeof c);
-    assert_int_equal(store_rec_query(d.st, STORE_Q_ORIGIN, d.g.origin, 0, NULL, check_chain_cb, &c), 0);
+    assert_int_equal(store_rec_query(d.st, STORE_Q_ORIGIN, d.g.origin, 0, check_chain_cb, &c), 0);
     assert_int_equal(c.seq, d.g.seq);
     assert_int_equal(c.n_ckpt, 3);
     dev_close(&d);

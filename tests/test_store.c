@@ -56,10 +56,10 @@ static void test_migrates_version1_file_with_data(void **s)
     sqlite3 *db;
     assert_int_equal(sqlite3_open(p, &db), SQLITE_OK);
     assert_int_equal(sqlite3_exec(db,
-        "INSERT INTO origins VALUES(x'01', 0);"
-        "INSERT INTO records(id, idk, origin, seq, kind, target, canon) VALUES"
-        " (x'a1', 1, x'01', 1, 'identity', 'k3', '{}'), (x'a2', 2, x'01', 2, 'task', 'k3', '{}'),"
-        " (x'a3', 3, x'01', 3, 'task', 'k3', '{}');", NULL, NULL, NULL), SQLITE_OK);
+        "INSERT INTO origins(oid, origin) VALUES(1, x'01');"
+        "INSERT INTO records(id, idk, oid, seq, kind, target, canon) VALUES"
+        " (x'a1', 1, 1, 1, 'identity', 'k3', '{}'), (x'a2', 2, 1, 2, 'task', 'k3', '{}'),"
+        " (x'a3', 3, 1, 3, 'task', 'k3', '{}');", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
     assert_int_equal(store_open(p, &st, err, sizeof err), 0);
     assert_int_equal(store_schema_version(st), 2);
