@@ -235,6 +235,15 @@ static void test_never_returns(void **state)
     enum plat_fail r = run_reason(PLAT_OP_ADD, ADD_HEAD
         "  (void)y; (void)s; volatile float *o = out;\n"
         "  for (;;) o[0] = x[0];\n}\n");
+    assert_int_equal(r, PLAT_FAIL_TIMEOUT);
+    /* the same after closing its stdout/stderr (the output pipe reaches EOF
+     * long before the deadline): the wait keeps the deadline too */
+    P->set.flags |= PLAT_SET_UNSAFE_NO_SCREEN;
+    r = run_reason(PLAT_OP_ADD, ADD_HEAD
+        "  extern int close(int); (void)y; (void)s; volatile float *o = out;\n"
+        "  close(1); close(2);\n"
+        "  for (;;) o[0] = x[0];\n}\n");
+    P->set.flags &= ~(unsigned)PLAT_SET_UNSAFE_NO_SCREEN;
     P->set.timeout_ms = saved;
     assert_int_equal(r, PLAT_FAIL_TIMEOUT);
 }

@@ -160,9 +160,27 @@ int k3_child_run(const struct k3_run *r, struct k3_run_result *res, char *err, s
         killed = 1;
     }
     close(fds[0]);
+    /* The pipe can close before the child exits (it may close its own
+     * stdout): keep the deadline while waiting for it too. */
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
+    for (;;) {
+        pid_t w = waitpid(pid, &status, killed ? 0 : WNOHANG);
+        if (w == pid)
+            break;
+        if (w < 0 && errno != EINTR)
+            break;
+        if (w == 0) {
+            if (r->timeout_ms > 0 && now_ms() - t0 >= r->timeout_ms) {
+                res->timed_out = 1;
+                kill(-pid, SIGKILL);
+                kill(pid, SIGKILL);
+                killed = 1;
+            } else {
+                struct timespec ts = {0, 2 * 1000 * 1000};
+                nanosleep(&ts, NULL);
+            }
+        }
+    }
     res->wall_ms = now_ms() - t0;
     if (WIFEXITED(status)) {
         res->exited = 1;
