@@ -227,6 +227,43 @@ static void test_crash(void **state)
     platform_build_free(P, &b);
 }
 
+static void test_stack_overflow(void **state)
+{
+    (void)state;
+    /* a 64 MiB stack array: the fault handler runs on its own stack, so the
+     * harness still reports a crash with its signal */
+    struct plat_build b;
+    struct plat_verify v;
+    run(PLAT_OP_ADD, "#include <string.h>\n" ADD_HEAD
+        "  volatile float big[16 << 20]; (void)s;\n"
+        "  for (size_t i = 0; i < n; i++) { big[(i * 4099) % (16 << 20)] = x[i]; out[i] = x[i] + y[i]; }\n"
+        "  out[0] += big[0] * 0;\n}\n", &b, &v);
+    assert_int_equal(v.reason, PLAT_FAIL_CRASH);
+    assert_int_equal(v.signal, SIGSEGV);
+    platform_build_free(P, &b);
+}
+
+static void test_compiler_timeout(void **state)
+{
+    (void)state;
+    /* 2^24 tokens of macro expansion: the compiler is killed at the compile
+     * timeout and the candidate fails to compile; kope carries on */
+    int saved = P->set.compile_timeout_ms;
+    P->set.compile_timeout_ms = 1500;
+    struct plat_build b;
+    struct plat_verify v;
+    run(PLAT_OP_ADD,
+        "#define A(x) x + x\n#define B(x) A(A(A(A(x))))\n#define C(x) B(B(B(B(x))))\n"
+        "#define D(x) C(C(C(C(x))))\n#define E(x) D(D(D(D(x))))\n#define F(x) E(E(E(E(x))))\n"
+        "#define G(x) F(F(F(F(x))))\n" ADD_HEAD
+        "  (void)s; float t = G(x[0]);\n"
+        "  for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i] + 0 * t;\n}\n", &b, &v);
+    P->set.compile_timeout_ms = saved;
+    assert_int_equal(v.reason, PLAT_FAIL_COMPILE_ERROR);
+    assert_non_null(strstr(b.detail, "timed out"));
+    platform_build_free(P, &b);
+}
+
 static void test_never_returns(void **state)
 {
     (void)state;
@@ -545,6 +582,8 @@ int main(void)
         cmocka_unit_test(test_compile_error_diag_capped),
         cmocka_unit_test(test_wrong_signature),
         cmocka_unit_test(test_crash),
+        cmocka_unit_test(test_stack_overflow),
+        cmocka_unit_test(test_compiler_timeout),
         cmocka_unit_test(test_never_returns),
         cmocka_unit_test(test_writes_past_output),
         cmocka_unit_test(test_writes_before_output),
