@@ -158,14 +158,16 @@ static void print_measure(const struct plat_measure *m)
 int cli_measure(struct cli *c, int argc, char **argv)
 {
     const char *suite_path = NULL, *task_name = NULL, *file = NULL;
-    int no_baselines = 0, verify_only = 0, flush = 0;
+    int no_baselines = 0, verify_only = 0, flush = 0, roofline = 0;
     if (cli_wants_help(argc, argv)) {
         printf("usage: kope measure KERNEL.c --task NAME [--suite FILE] [--verify-only]\n"
-               "                    [--no-baselines] [--flush]\n"
+               "                    [--no-baselines] [--flush] [--roofline]\n"
                "Screens, compiles, verifies (task shape + awkward sizes) and measures one kernel\n"
                "file against the task's same-run baselines (scalar -O2, auto-vectorized -O3,\n"
                "OpenBLAS for matmul). Under qemu results are labelled emulated: correctness and\n"
-               "instruction counts only. --flush flushes caches between timed samples.\n"
+               "instruction counts only. --flush flushes caches between timed samples;\n"
+               "--roofline probes the machine first and reports the kernel's share of the\n"
+               "attainable roofline (native only).\n"
                "Config: platform.name (k3), platform.k3.{cc,cflags,runner,timeout_ms,...}.\n"
                "Exit: 0 passed, 1 failed, 2 usage.\n");
         return CLI_OK;
@@ -182,6 +184,8 @@ int cli_measure(struct cli *c, int argc, char **argv)
             verify_only = 1;
         else if (strcmp(argv[i], "--flush") == 0)
             flush = 1;
+        else if (strcmp(argv[i], "--roofline") == 0)
+            roofline = 1;
         else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "kope measure: unknown option '%s'\n", argv[i]);
             return CLI_USAGE;
@@ -273,6 +277,18 @@ int cli_measure(struct cli *c, int argc, char **argv)
         goto out;
     }
     print_measure(m);
+    if (roofline && m->ok) {
+        struct plat_probe pr;
+        rc = platform_probe(p, &pr);
+        double share = rc ? 0 : plat_roofline_share(&pr, m->flops, m->bytes, m->median_ns);
+        if (rc)
+            printf("  roofline     no probe: %s\n", platform_strerror(rc));
+        else if (share > 0)
+            printf("  roofline     %.1f%% of attainable min(%.1f GFLOP/s, %.2f flop/byte x %.1f GB/s triad): one-core peak, probed bandwidth\n",
+                   100 * share, pr.peak_gflops_core, m->bytes > 0 ? m->flops / m->bytes : 0, pr.triad_gbs);
+        else
+            printf("  roofline     not claimed (%s)\n", pr.emulated ? "emulated" : "probe lacks peak or bandwidth");
+    }
     ret = m->ok ? CLI_OK : CLI_FAIL;
 out:
     if (p) {
