@@ -161,6 +161,43 @@ static void test_file_errors_name_file(void **state)
     assert_int_equal(task_suite_load(path, &s, err, sizeof err), KOPE_ERR_IO);
 }
 
+/* The platform catalogue the parser relies on: op names round-trip, each
+ * failure reason and screen rule has its own stable name, the error band
+ * has text, and the work/roofline arithmetic is right on simple numbers. */
+static void test_platform_catalogue(void **state)
+{
+    (void)state;
+    for (int op = 0; op < PLAT_OP_COUNT; op++) {
+        assert_int_equal(plat_op_parse(plat_op_name((enum plat_op)op)), op);
+        assert_true(plat_op_family((enum plat_op)op) < PLAT_FAM_COUNT);
+    }
+    assert_int_equal(plat_op_parse("nope"), -1);
+    for (int a = 0; a < PLAT_FAIL_COUNT; a++)
+        for (int b = a + 1; b < PLAT_FAIL_COUNT; b++)
+            assert_string_not_equal(plat_fail_name((enum plat_fail)a), plat_fail_name((enum plat_fail)b));
+    for (int a = 0; a < PLAT_SCREEN_COUNT; a++)
+        for (int b = a + 1; b < PLAT_SCREEN_COUNT; b++)
+            assert_string_not_equal(plat_screen_rule_name((enum plat_screen_rule)a),
+                                    plat_screen_rule_name((enum plat_screen_rule)b));
+    for (int code = -300; code >= -312; code--)
+        assert_non_null(platform_strerror(code));
+    assert_null(platform_strerror(-5));
+
+    struct plat_task t = {.op = PLAT_OP_GEMM, .m = 2, .n = 3, .k = 4, .batch = 1};
+    double flops, bytes;
+    plat_task_work(&t, &flops, &bytes);
+    assert_true(flops == 2.0 * 2 * 3 * 4);
+    assert_true(bytes == 4.0 * (8 + 12 + 6));
+    /* peak 10 GFLOP/s, 20 GB/s: at 0.5 flop/byte attainable is 10 GFLOP/s */
+    struct plat_probe pr = {.peak_gflops_core = 10, .triad_gbs = 20};
+    double share = plat_roofline_share(&pr, 1e6, 2e6, 2e5); /* 5 GFLOP/s achieved */
+    assert_true(share > 0.499 && share < 0.501);
+    share = plat_roofline_share(&pr, 1e6, 1e7, 1e6);       /* 0.1 flop/byte: 2 GFLOP/s attainable */
+    assert_true(share > 0.499 && share < 0.501);
+    pr.emulated = 1;
+    assert_true(plat_roofline_share(&pr, 1e6, 2e6, 2e5) == 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -174,6 +211,7 @@ int main(void)
         cmocka_unit_test(test_bad_tolerance_dtype_name),
         cmocka_unit_test(test_bad_top_level),
         cmocka_unit_test(test_file_errors_name_file),
+        cmocka_unit_test(test_platform_catalogue),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
