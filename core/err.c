@@ -27,6 +27,7 @@ static const char *core_text(int code)
     case KOPE_ERR_CONFIG: return "config file invalid";
     case KOPE_ERR_EXISTS: return "already exists";
     case KOPE_ERR_BLOB: return "blob missing or does not match its hash";
+    case KOPE_ERR_TRUST: return "not signed by a certificate from a trusted CA";
     default: return "unknown error";
     }
 }

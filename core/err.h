@@ -30,6 +30,7 @@ enum kope_err {
     KOPE_ERR_CONFIG = -14,  /* config file invalid */
     KOPE_ERR_EXISTS = -15,
     KOPE_ERR_BLOB = -16,    /* referenced blob missing or wrong hash */
+    KOPE_ERR_TRUST = -17,   /* signed, but not by a certificate from a trusted CA */
 };
 
 /* Text for any kope error code (any band). Never NULL; static storage. */

@@ -59,6 +59,8 @@ void graph_free(struct graph *g)
         return;
     net_key_free(g->key);
     buf_free(&g->canon);
+    free(g->cert_hex);
+    g->cert_hex = NULL;
     g->key = NULL;
 }
 
@@ -180,6 +182,13 @@ int graph_identity_load(struct graph *g, const char *key_path)
         goto out;
     }
     rc = load_own_head(g);
+    if (!rc) {
+        free(g->cert_hex);
+        g->cert_hex = NULL;
+        int crc = store_meta_get(g->st, "device_cert", &g->cert_hex);
+        if (crc && crc != STORE_ERR_NOTFOUND)
+            rc = crc;
+    }
 out:
     if (rc) {
         net_key_free(g->key);
@@ -437,22 +446,52 @@ int graph_append(struct graph *g, const char *kind, const char *target,
     return graph_commit(g);
 }
 
+static int checkpoint_sign(struct graph *g);
+
 int graph_checkpoint(struct graph *g)
+{
+    if (!g->key)
+        return seterr(g, KOPE_ERR_NOINIT, "no device identity loaded");
+    if (g->seq == 0 || g->ckpt_seq == g->seq)
+        return 0;
+    return checkpoint_sign(g);
+}
+
+int graph_cert_set(struct graph *g, const char *cert_hex)
+{
+    int rc;
+    char *copy = NULL;
+    if (!g->key || g->seq == 0)
+        return seterr(g, KOPE_ERR_NOINIT, "no device identity loaded");
+    if (!(copy = strdup(cert_hex)))
+        return KOPE_ERR_NOMEM;
+    if ((rc = graph_begin(g))) {
+        free(copy);
+        return rc;
+    }
+    free(g->cert_hex);
+    g->cert_hex = copy;
+    if ((rc = store_meta_set(g->st, "device_cert", cert_hex)) || (rc = checkpoint_sign(g))) {
+        graph_rollback(g);
+        return rc;
+    }
+    return graph_commit(g);
+}
+
+/* Append a checkpoint over the current head (even one already covered). */
+static int checkpoint_sign(struct graph *g)
 {
     int rc;
     uint8_t sig[NET_SIG_MAX];
     size_t sig_len = 0;
     char hex[2 * NET_SIG_MAX + 1];
-    if (!g->key)
-        return seterr(g, KOPE_ERR_NOINIT, "no device identity loaded");
-    if (g->seq == 0 || g->ckpt_seq == g->seq)
-        return 0;
     if ((rc = net_key_sign(g->key, g->head, sig, sizeof sig, &sig_len)))
         return seterr(g, rc, "signing failed");
     util_hex(sig, sig_len, hex);
     cJSON *body = cJSON_CreateObject();
     if (!body || !cJSON_AddNumberToObject(body, "covers", (double)g->seq) ||
-        !cJSON_AddStringToObject(body, "sig", hex)) {
+        !cJSON_AddStringToObject(body, "sig", hex) ||
+        (g->cert_hex && !cJSON_AddStringToObject(body, "cert", g->cert_hex))) {
         cJSON_Delete(body);
         return KOPE_ERR_NOMEM;
     }
@@ -1027,10 +1066,14 @@ int graph_vector(struct graph *g, char **json)
 
 /* ------------------------------------------------------------------ import */
 
-/* Per-origin verification state while reading a shard. */
-struct importer {
+/* Per-origin verification state while reading a shard (graph_importer_*). */
+struct graph_importer {
     struct graph *g;
     struct graph_import_stats *stats;
+    struct graph_import_opts opts;
+    struct buf canon;      /* scratch: a record's canonical form */
+    char why[160];         /* why the last checkpoint of this origin was not trusted */
+    int header_seen, header_bad;
     int have_origin;
     uint8_t origin[32];
     int poisoned;          /* a record of this origin failed: the rest is rejected */
@@ -1045,8 +1088,8 @@ struct importer {
     uint8_t head_id[32];
 };
 
-static int imp_fail(struct importer *im, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int imp_fail(struct importer *im, int rc, const char *fmt, ...)
+static int imp_fail(struct graph_importer *im, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int imp_fail(struct graph_importer *im, int rc, const char *fmt, ...)
 {
     if (!im->first_rc) {
         char msg[200];
@@ -1064,7 +1107,7 @@ static int imp_fail(struct importer *im, int rc, const char *fmt, ...)
 /* Abandon the uncommitted run: its records were never covered by a checkpoint.
  * A transaction holding only blobs (sent ahead of their origin's records) is
  * kept open unless force is set. */
-static void imp_drop(struct importer *im, int force)
+static void imp_drop(struct graph_importer *im, int force)
 {
     im->head_known = 0; /* a rollback moves the head back */
     if (im->in_tx && (im->pending || force)) {
@@ -1075,7 +1118,7 @@ static void imp_drop(struct importer *im, int force)
     im->pending = 0;
 }
 
-static int imp_begin(struct importer *im)
+static int imp_begin(struct graph_importer *im)
 {
     if (im->in_tx)
         return 0;
@@ -1086,11 +1129,15 @@ static int imp_begin(struct importer *im)
     return 0;
 }
 
-static void imp_end_origin(struct importer *im)
+static void imp_end_origin(struct graph_importer *im)
 {
-    if (im->pending)
+    if (im->pending && im->why[0])
+        imp_fail(im, KOPE_ERR_TRUST, "%lld record(s) not covered by a checkpoint from a trusted certificate: %s",
+                 (long long)im->pending, im->why);
+    else if (im->pending)
         imp_fail(im, KOPE_ERR_UNCOVERED, "%lld record(s) at the end of an origin's run are not covered by a checkpoint",
                  (long long)im->pending);
+    im->why[0] = '\0';
     imp_drop(im, 0);
     im->have_origin = 0;
     im->poisoned = 0;
@@ -1108,7 +1155,7 @@ static int hex32(const cJSON *v, uint8_t out[32])
 /* Public key of an origin from its stored identity record (seq 1). */
 static int pubkey_cb(void *ctx, const struct store_rec *r)
 {
-    struct importer *im = ctx;
+    struct graph_importer *im = ctx;
     cJSON *j = cJSON_ParseWithLength(r->canon, r->canon_len);
     const cJSON *pk = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "body"), "pubkey");
     int rc = KOPE_ERR_PARSE;
@@ -1121,7 +1168,7 @@ static int pubkey_cb(void *ctx, const struct store_rec *r)
     return rc ? rc : 1; /* 1: stop after the first row */
 }
 
-static int imp_blob(struct importer *im, cJSON *line)
+static int imp_blob(struct graph_importer *im, cJSON *line)
 {
     uint8_t want[32], got[32];
     const cJSON *text = cJSON_GetObjectItemCaseSensitive(line, "text");
@@ -1141,11 +1188,13 @@ static int imp_blob(struct importer *im, cJSON *line)
     return rc;
 }
 
-static int imp_record(struct importer *im, cJSON *rec, struct buf *canon)
+static int imp_record(struct graph_importer *im, cJSON *rec)
 {
     int rc;
     uint8_t id[32], origin[32], prev[32], calc[32], parents[MAX_PARENTS][32], blobs[MAX_BLOB_REFS][32];
     size_t n_parents = 0, n_blobs = 0;
+    int untrusted = 0;
+    struct buf *canon = &im->canon;
     struct store_rec r;
     memset(&r, 0, sizeof r);
 
@@ -1270,6 +1319,21 @@ static int imp_record(struct importer *im, cJSON *rec, struct buf *canon)
             rc = imp_fail(im, KOPE_ERR_PARSE, "checkpoint without a signature");
         else if (net_pubkey_verify(im->pubkey, im->pubkey_len, prev, sb, sl / 2) != 0)
             rc = imp_fail(im, KOPE_ERR_SIG, "checkpoint signature does not verify (forged)");
+        else if (im->opts.trust) {
+            /* 6b. the fleet: only a checkpoint whose certificate (issued by
+             * a trusted CA, for this very key) the policy accepts commits
+             * the run. An untrusted one is kept pending, not fatal: an
+             * origin's pre-enrollment checkpoints carry no certificate, and
+             * a later trusted checkpoint covers the whole run. */
+            const cJSON *cert = cJSON_GetObjectItemCaseSensitive(body, "cert");
+            im->why[0] = '\0';
+            if (im->opts.trust(im->opts.trust_ctx, origin, im->pubkey, im->pubkey_len,
+                               cJSON_IsString(cert) ? cert->valuestring : NULL, im->why, sizeof im->why) != 0) {
+                if (!im->why[0])
+                    snprintf(im->why, sizeof im->why, "certificate refused");
+                untrusted = 1;
+            }
+        }
     }
     if (!rc && (rc = scan_blobs(body, blobs, &n_blobs, 0)))
         imp_fail(im, rc, "too many blob references");
@@ -1307,7 +1371,15 @@ static int imp_record(struct importer *im, cJSON *rec, struct buf *canon)
     im->pending++;
     im->head = s;
     memcpy(im->head_id, id, 32);
-    if (strcmp(k, "checkpoint") == 0) {
+    if (im->opts.max_pending > 0 && im->pending > im->opts.max_pending) {
+        imp_fail(im, KOPE_ERR_TOOBIG, "more than %lld records without a trusted checkpoint",
+                 (long long)im->opts.max_pending);
+        imp_drop(im, 0);
+        im->poisoned = 1;
+        return 0;
+    }
+    if (strcmp(k, "checkpoint") == 0 && !untrusted) {
+        im->why[0] = '\0';
         if ((rc = store_origin_set_ckpt(im->g->st, origin, s)) || (rc = store_commit(im->g->st))) {
             imp_fail(im, rc, "commit failed: %s", store_errmsg(im->g->st));
             imp_drop(im, 1);
@@ -1318,6 +1390,104 @@ static int imp_record(struct importer *im, cJSON *rec, struct buf *canon)
         im->pending = 0;
     }
     return 0;
+}
+
+int graph_importer_begin(struct graph *g, const struct graph_import_opts *opts,
+                         struct graph_import_stats *stats, struct graph_importer **out)
+{
+    struct graph_importer *im;
+    *out = NULL;
+    memset(stats, 0, sizeof *stats);
+    if (g->in_tx)
+        return KOPE_ERR_INTERNAL;
+    if (!(im = calloc(1, sizeof *im)))
+        return KOPE_ERR_NOMEM;
+    im->g = g;
+    im->stats = stats;
+    if (opts)
+        im->opts = *opts;
+    buf_init(&im->canon, GRAPH_RECORD_MAX);
+    store_set_cache_bytes(g->st, STORE_CACHE_BULK); /* see store.h */
+    *out = im;
+    return 0;
+}
+
+/* A line the reader could not take whole (over the cap). */
+static void imp_line_toobig(struct graph_importer *im)
+{
+    im->line_no++;
+    imp_fail(im, KOPE_ERR_TOOBIG, "line longer than the limit");
+    im->stats->rejected++;
+}
+
+int graph_importer_feed_line(struct graph_importer *im, const char *line, size_t len)
+{
+    im->line_no++;
+    if (im->header_bad)
+        return im->first_rc;
+    if (len > GRAPH_LINE_MAX) {
+        imp_fail(im, KOPE_ERR_TOOBIG, "line longer than the limit");
+        im->stats->rejected++;
+        return 0;
+    }
+    if (len == 0)
+        return 0;
+    cJSON *j = cJSON_ParseWithLength(line, len);
+    if (!cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        imp_fail(im, KOPE_ERR_PARSE, "not a JSON object");
+        im->stats->rejected++;
+        return 0;
+    }
+    if (!im->header_seen) {
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(j, "format");
+        int ok = cJSON_IsString(f) && strcmp(f->valuestring, "kope-graph") == 0;
+        cJSON_Delete(j);
+        im->header_seen = 1;
+        if (!ok) {
+            im->header_bad = 1;
+            return imp_fail(im, KOPE_ERR_PARSE, "not a kope graph shard (first line must be {\"format\":\"kope-graph\",...})");
+        }
+        return 0;
+    }
+    int rc = cJSON_GetObjectItemCaseSensitive(j, "blob") ? imp_blob(im, j) : imp_record(im, j);
+    cJSON_Delete(j);
+    if (rc == STORE_ERR_FULL || rc == STORE_ERR_BUSY || rc == STORE_ERR_READONLY || rc == KOPE_ERR_NOMEM)
+        return rc; /* the store cannot take more: stop, keep what was committed */
+    if (rc < 0)
+        im->stats->rejected++; /* a line refused before it could join a run */
+    return 0;
+}
+
+static void importer_free(struct graph_importer *im)
+{
+    struct graph *g = im->g;
+    imp_drop(im, 1);
+    store_set_cache_bytes(g->st, STORE_CACHE_DEFAULT);
+    if (g->key)
+        load_own_head(g);
+    buf_free(&im->canon);
+    free(im);
+}
+
+int graph_importer_end(struct graph_importer *im)
+{
+    if (!im)
+        return 0;
+    imp_end_origin(im);
+    int rc = im->first_rc;
+    importer_free(im);
+    return rc;
+}
+
+void graph_importer_abort(struct graph_importer *im)
+{
+    if (!im)
+        return;
+    if (im->pending)
+        imp_fail(im, KOPE_ERR_UNCOVERED, "stream ended mid-run: %lld uncovered record(s) dropped",
+                 (long long)im->pending);
+    importer_free(im);
 }
 
 /* Read one line of at most max bytes into b; longer lines are skipped whole
@@ -1341,72 +1511,40 @@ static int read_line(FILE *in, struct buf *b)
     return toobig ? KOPE_ERR_TOOBIG : 0;
 }
 
-int graph_import(struct graph *g, FILE *in, struct graph_import_stats *stats)
+int graph_import_opts(struct graph *g, FILE *in, const struct graph_import_opts *opts,
+                      struct graph_import_stats *stats)
 {
-    int rc = 0;
-    struct importer im;
-    struct buf line, canon;
-    memset(&im, 0, sizeof im);
-    memset(stats, 0, sizeof *stats);
-    im.g = g;
-    im.stats = stats;
-    buf_init(&line, GRAPH_BLOB_MAX * 7 + 1024); /* worst-case escaped blob line */
-    buf_init(&canon, GRAPH_RECORD_MAX);
-    if (g->in_tx) {
-        rc = KOPE_ERR_INTERNAL;
+    int rc;
+    struct graph_importer *im = NULL;
+    struct buf line;
+    buf_init(&line, GRAPH_LINE_MAX);
+    if ((rc = graph_importer_begin(g, opts, stats, &im)))
         goto out;
-    }
-    store_set_cache_bytes(g->st, STORE_CACHE_BULK); /* see store.h */
     for (;;) {
         int lr = read_line(in, &line);
         if (lr == 1)
             break;
-        im.line_no++;
         if (lr) {
-            imp_fail(&im, lr, "line longer than the limit");
-            stats->rejected++;
+            imp_line_toobig(im);
             continue;
         }
-        if (line.len == 0)
-            continue;
-        cJSON *j = cJSON_ParseWithLength(line.p, line.len);
-        if (!cJSON_IsObject(j)) {
-            cJSON_Delete(j);
-            imp_fail(&im, KOPE_ERR_PARSE, "not a JSON object");
-            stats->rejected++;
-            continue;
-        }
-        if (im.line_no == 1) {
-            const cJSON *f = cJSON_GetObjectItemCaseSensitive(j, "format");
-            int ok = cJSON_IsString(f) && strcmp(f->valuestring, "kope-graph") == 0;
-            cJSON_Delete(j);
-            if (!ok) {
-                rc = imp_fail(&im, KOPE_ERR_PARSE, "not a kope graph shard (first line must be {\"format\":\"kope-graph\",...})");
-                goto out;
-            }
-            continue;
-        }
-        int r2 = cJSON_GetObjectItemCaseSensitive(j, "blob") ? imp_blob(&im, j) : imp_record(&im, j, &canon);
-        cJSON_Delete(j);
-        if (r2 == STORE_ERR_FULL || r2 == STORE_ERR_BUSY || r2 == STORE_ERR_READONLY || r2 == KOPE_ERR_NOMEM) {
-            rc = r2; /* the store cannot take more: stop, keep what was committed */
-            goto out;
-        }
-        if (r2 < 0)
-            stats->rejected++; /* a line refused before it could join a run */
+        if ((rc = graph_importer_feed_line(im, line.p, line.len)))
+            break;
     }
-    if (ferror(in))
-        imp_fail(&im, KOPE_ERR_IO, "read error");
-    imp_end_origin(&im);
-    rc = im.first_rc;
+    if (!rc && ferror(in))
+        imp_fail(im, KOPE_ERR_IO, "read error");
+    if (rc) {
+        graph_importer_abort(im);
+    } else {
+        rc = graph_importer_end(im);
+    }
+    im = NULL;
 out:
-    imp_drop(&im, 1);
-    store_set_cache_bytes(g->st, STORE_CACHE_DEFAULT);
-    if (!rc)
-        rc = im.first_rc;
-    if (g->key)
-        load_own_head(g);
     buf_free(&line);
-    buf_free(&canon);
     return rc;
+}
+
+int graph_import(struct graph *g, FILE *in, struct graph_import_stats *stats)
+{
+    return graph_import_opts(g, in, NULL, stats);
 }

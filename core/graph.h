@@ -53,6 +53,7 @@ struct graph {
     int in_tx;
     struct buf canon;     /* scratch for canonical forms */
     char err[256];        /* last error message (sticky until the next one) */
+    char *cert_hex;       /* this device's fleet certificate (DER hex), owned; NULL until enrolled */
 };
 
 void graph_init(struct graph *g, struct store *st);
@@ -96,8 +97,15 @@ int graph_outcome_add(struct graph *g, const uint8_t task[32], const uint8_t dec
                       const char *target, const struct cJSON *body, uint8_t out_id[32]);
 int graph_insight_add(struct graph *g, const uint8_t task[32], const uint8_t (*outcomes)[32],
                       size_t n, const char *target, const struct cJSON *body, uint8_t out_id[32]);
-/* Sign our current head now (no-op if already covered). */
+/* Sign our current head now (no-op if already covered). Once the device is
+ * enrolled (graph_cert_set), the checkpoint body also carries its fleet
+ * certificate, so records relayed by other peers verify without the origin. */
 int graph_checkpoint(struct graph *g);
+/* Enroll: keep this device's certificate (DER, hex; meta "device_cert") and
+ * sign a checkpoint carrying it now, so the whole chain so far is covered
+ * by a certificate-bearing checkpoint. The caller checked that the
+ * certificate is for this device's key. */
+int graph_cert_set(struct graph *g, const char *cert_hex);
 
 /* A record read back: parsed canonical JSON plus columns. */
 struct graph_rec {
@@ -156,6 +164,40 @@ struct graph_import_stats {
  * nothing was rejected, KOPE_ERR_* (the first failure) otherwise; stats say
  * what was kept. */
 int graph_import(struct graph *g, FILE *in, struct graph_import_stats *stats);
+
+/* Worst-case shard line: an 8 MiB blob escaped as \u00xx, plus its frame. */
+#define GRAPH_LINE_MAX ((size_t)GRAPH_BLOB_MAX * 7 + 1024)
+
+/* The fleet's say on a signed checkpoint. Called once a checkpoint's
+ * signature has verified with its origin's identity key (pubkey, DER); cert
+ * is the checkpoint body's "cert" member (DER certificate, hex) or NULL.
+ * Return 0 to let this checkpoint commit the run it covers; anything else
+ * leaves the run pending (a later trusted checkpoint may still cover it)
+ * and, if none does, rejects it with KOPE_ERR_TRUST and the text put in why. */
+typedef int graph_trust_fn(void *ctx, const uint8_t origin[32], const uint8_t *pubkey,
+                           size_t pubkey_len, const char *cert_hex, char *why, size_t why_cap);
+struct graph_import_opts {
+    graph_trust_fn *trust; /* NULL: self-consistency only (a file of one's own) */
+    void *trust_ctx;
+    int64_t max_pending;   /* cap on records held uncommitted for one run; 0 = none */
+};
+int graph_import_opts(struct graph *g, FILE *in, const struct graph_import_opts *opts,
+                      struct graph_import_stats *stats);
+
+/* The same checks, fed one line at a time (peer sync feeds frames). begin
+ * makes *out (owned: end or abort frees it); stats is borrowed and filled as
+ * lines pass. feed_line returns 0 (a refused line is counted, not fatal),
+ * or a fatal code: the store cannot take more (STORE_ERR_FULL/BUSY/READONLY,
+ * KOPE_ERR_NOMEM) or the first line is not a shard header; then abort.
+ * end closes the last origin's run (uncovered records are rejected) and
+ * returns 0 or the first failure; abort drops whatever is uncommitted (a
+ * cut stream: committed runs stay, the next sync resumes from them). */
+struct graph_importer;
+int graph_importer_begin(struct graph *g, const struct graph_import_opts *opts,
+                         struct graph_import_stats *stats, struct graph_importer **out);
+int graph_importer_feed_line(struct graph_importer *im, const char *line, size_t len);
+int graph_importer_end(struct graph_importer *im);
+void graph_importer_abort(struct graph_importer *im);
 
 /* Version vector {origin-hex: head seq} as JSON text (heap, caller frees). */
 int graph_vector(struct graph *g, char **json);
