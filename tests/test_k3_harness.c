@@ -326,6 +326,47 @@ static void test_wrong_on_tail_only(void **state)
     platform_build_free(P, &b);
 }
 
+static void test_softmax_without_max_overflows(void **state)
+{
+    (void)state;
+    /* right on the task's inputs, but exp(x) overflows once values are large */
+    struct plat_build b;
+    struct plat_verify v;
+    run(PLAT_OP_SOFTMAX, "#include <stddef.h>\n#include <math.h>\n#include \"kernel_abi.h\"\n"
+        "void kope_kernel(size_t rows, size_t cols, const float *x, float *out, const float *g,\n"
+        "                 const float *b, const struct kope_scalars *s) {\n"
+        "  (void)g; (void)b; (void)s;\n"
+        "  for (size_t r = 0; r < rows; r++) { float sum = 0;\n"
+        "    for (size_t j = 0; j < cols; j++) sum += expf(x[r * cols + j]);\n"
+        "    for (size_t j = 0; j < cols; j++) out[r * cols + j] = expf(x[r * cols + j]) / sum; }\n}\n",
+        &b, &v);
+    assert_true(v.cases[0].pass);
+    assert_int_equal(v.reason, PLAT_FAIL_NAN_INF);
+    assert_non_null(strstr(v.detail, "x+90"));
+    platform_build_free(P, &b);
+}
+
+static void test_layernorm_one_pass_cancels(void **state)
+{
+    (void)state;
+    /* var = E[x^2] - E[x]^2 in f32: fine near 0, wrong when the mean is large */
+    struct plat_build b;
+    struct plat_verify v;
+    run(PLAT_OP_LAYERNORM, "#include <stddef.h>\n#include <math.h>\n#include \"kernel_abi.h\"\n"
+        "void kope_kernel(size_t rows, size_t cols, const float *x, float *out, const float *g,\n"
+        "                 const float *b, const struct kope_scalars *s) {\n"
+        "  for (size_t r = 0; r < rows; r++) { const float *xr = x + r * cols; float s1 = 0, s2 = 0;\n"
+        "    for (size_t j = 0; j < cols; j++) { s1 += xr[j]; s2 += xr[j] * xr[j]; }\n"
+        "    float mean = s1 / cols, var = s2 / cols - mean * mean;\n"
+        "    float inv = 1.0f / sqrtf(var + s->eps);\n"
+        "    for (size_t j = 0; j < cols; j++) out[r * cols + j] = (xr[j] - mean) * inv * g[j] + b[j]; }\n}\n",
+        &b, &v);
+    assert_true(v.cases[0].pass);
+    assert_int_not_equal(v.reason, PLAT_FAIL_NONE);
+    assert_non_null(strstr(v.detail, "x+100"));
+    platform_build_free(P, &b);
+}
+
 static void test_returns_nan_inf(void **state)
 {
     (void)state;
@@ -590,6 +631,8 @@ int main(void)
         cmocka_unit_test(test_leaves_output_unwritten),
         cmocka_unit_test(test_wrong_on_tail_only),
         cmocka_unit_test(test_returns_nan_inf),
+        cmocka_unit_test(test_softmax_without_max_overflows),
+        cmocka_unit_test(test_layernorm_one_pass_cancels),
         cmocka_unit_test(test_modifies_input),
         cmocka_unit_test(test_allocates_gigabytes),
         cmocka_unit_test(test_prints_megabytes),

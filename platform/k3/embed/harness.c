@@ -334,6 +334,7 @@ static int op_rowwise(int op)
 struct hcase {
     char label[48];
     size_t n, rows, cols, m, k, batch;
+    float shift; /* added to x: large-magnitude inputs for the row-wise ops */
 };
 
 #define MAX_CASES 20
@@ -348,6 +349,7 @@ static void case_add(const char *label, size_t n, size_t rows, size_t cols,
     struct hcase *c = &g_cases[g_n_cases++];
     snprintf(c->label, sizeof c->label, "%s", label);
     c->n = n; c->rows = rows; c->cols = cols; c->m = m; c->k = k; c->batch = batch;
+    c->shift = 0;
 }
 
 /* Awkward cases for the op's shape kind. v1/v8: elements per vector register
@@ -364,7 +366,7 @@ static void cases_awkward(size_t v1, size_t v8)
     } else if (g_family == 3) {
         size_t s[][4] = {{1, 1, 1, 1}, {5, 7, 1, 1}, {3, v1 + 1, 2 * v1 - 1, 1},
                          {v8 + 1, 5, 3, 1}, {17, 33, 65, 1}, {2, v8 + 1, v1 - 1, 1},
-                         {5, 9, 7, 2}};
+                         {5, 9, 7, 2}, {1, 67, 129, 1}};
         for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) {
             snprintf(l, sizeof l, "m=%zu,n=%zu,k=%zu,b=%zu", s[i][0], s[i][1], s[i][2], s[i][3]);
             case_add(l, s[i][1], 0, 0, s[i][0], s[i][2], s[i][3]);
@@ -376,6 +378,17 @@ static void cases_awkward(size_t v1, size_t v8)
         for (size_t i = 0; i < sizeof rc / sizeof rc[0]; i++) {
             snprintf(l, sizeof l, "rows=%zu,cols=%zu", rc[i][0], rc[i][1]);
             case_add(l, 0, rc[i][0], rc[i][1], 0, 0, 0);
+        }
+        /* classic numerical bugs: softmax without subtracting the row max
+         * overflows (exp(100) is inf in f32); layernorm's one-pass
+         * E[x^2] - E[x]^2 in f32 cancels when the mean is large */
+        if (g_op == H_OP_SOFTMAX && g_n_cases < MAX_CASES) {
+            case_add("rows=2,cols=97,x+90", 0, 2, 97, 0, 0, 0);
+            g_cases[g_n_cases - 1].shift = 90.0f;
+        }
+        if (g_op == H_OP_LAYERNORM && g_n_cases < MAX_CASES) {
+            case_add("rows=2,cols=1021,x+100", 0, 2, 1021, 0, 0, 0);
+            g_cases[g_n_cases - 1].shift = 100.0f;
         }
     } else {
         size_t ns[] = {1, 2, v1 - 1, v1 + 1, v8 - 1, v8 + 1, 97, 1021};
@@ -427,6 +440,7 @@ static void operands_fill(const struct hcase *c, int variant)
     } else {
         float lo = -4, hi = 4;
         if (g_op == H_OP_EXP || g_op == H_OP_SOFTMAX) { lo = -10; hi = 10; }
+        if (c->shift != 0) { lo = c->shift - (g_op == H_OP_SOFTMAX ? 10 : 1); hi = c->shift + (g_op == H_OP_SOFTMAX ? 10 : 1); }
         if (g_family == 2 && (variant & 1)) { lo = -6; hi = -1; } /* all negative: max/argmax */
         fill((float *)g_in[0].p, g_in[0].bytes / 4, lo, hi);
         if (g_in[1].p)
@@ -438,7 +452,6 @@ static void operands_fill(const struct hcase *c, int variant)
     }
     a->alpha = rng_f(-2, 2);
     g_params_alpha = a->alpha;
-    (void)c;
 }
 
 static int operands_setup(const struct hcase *c)
