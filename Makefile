@@ -110,11 +110,16 @@ $(BUILD)/kope: $(BUILD)/obj/core/main.o $(BUILD)/libkope.a
 	@echo "  LINK    $@"
 	$(Q)$(CC) $(FINAL_CFLAGS) $< $(BUILD)/libkope.a $(FINAL_LDFLAGS) $(LIBS) -o $@
 
-# Test programs: cmocka from the host (x86_64 only for now).
-$(BUILD)/tests/%: tests/%.c $(BUILD)/libkope.a $(wildcard tests/*.h)
+# Test programs link cmocka built for the same ARCH from trixie's source
+# (cross/cmocka.sh), so the suite runs on riscv64 and aarch64 under qemu too.
+TESTROOT := $(DEPS_DIR)/testroot-$(ARCH)
+$(DEPS_DIR)/testroot-%/.stamp: cross/cmocka.sh $(DEPS_DIR)/sysroot-%/.stamp
+	$(Q)ARCH=$* W=$(CURDIR)/$(DEPS_DIR) bash cross/cmocka.sh
+$(BUILD)/tests/%: tests/%.c $(BUILD)/libkope.a $(wildcard tests/*.h) $(TESTROOT)/.stamp
 	@mkdir -p $(dir $@)
 	@echo "  TEST    $@"
-	$(Q)$(CC) $(FINAL_CFLAGS) -Itests $< $(BUILD)/libkope.a $(FINAL_LDFLAGS) $(LIBS) -lcmocka -o $@
+	$(Q)$(CC) $(FINAL_CFLAGS) -isystem $(TESTROOT)/include -Itests $< $(BUILD)/libkope.a \
+	    $(FINAL_LDFLAGS) $(LIBS) $(TESTROOT)/lib/libcmocka.a -o $@
 
 # --- net/ tests (issue 4): the loopback TLS server they #include.
 $(BUILD)/tests/test_llm $(BUILD)/tests/test_cli_llm: tests/tls_server.c

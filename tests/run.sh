@@ -8,6 +8,15 @@
 # RUNNER (e.g. qemu-riscv64 ...) prefixes each program when cross-testing.
 set -u
 passed=0; failed=0; bad_progs=""
+# Cross-testing: the programs run under $RUNNER, and so must the kope binary
+# they start; a wrapper gives them one path to exec.
+if [ -n "${RUNNER:-}" ] && [ -n "${KOPE_BIN:-}" ]; then
+  wrap_dir=$(mktemp -d "${TMPDIR:-/tmp}/kope-runner.XXXXXX")
+  printf '#!/bin/sh\nexec %s %s "$@"\n' "$RUNNER" "$KOPE_BIN" > "$wrap_dir/kope"
+  chmod +x "$wrap_dir/kope"
+  export KOPE_BIN_TARGET=$KOPE_BIN KOPE_BIN=$wrap_dir/kope
+  trap 'rm -rf "$wrap_dir"' EXIT
+fi
 for t in "$@"; do
   name=$(basename "$t")
   tmp=$(mktemp -d "${TMPDIR:-/tmp}/kope-test-$name.XXXXXX")

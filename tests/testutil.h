@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 /* A fresh path "DIR/name" under the test's temp dir (static buffer ring). */
+static inline const char *tpath(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static inline const char *tpath(const char *fmt, ...)
 {
     static char ring[8][4096];
@@ -35,6 +36,7 @@ static inline const char *tpath(const char *fmt, ...)
 }
 
 /* Run a shell command; returns its exit code, and its stdout+stderr in out. */
+static inline int run_cmd(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static inline int run_cmd(char *out, size_t cap, const char *fmt, ...)
 {
     char cmd[8192];
