@@ -181,8 +181,7 @@ int main(void)
         int bad = 0;
         if (e->op <= H_OP_CLAMP || (e->op >= H_OP_RELU && e->op <= H_OP_EXP)) {
             for (size_t c = 0; c < sizeof n1 / sizeof n1[0] && !bad; c++)
-                bad = e->op <= H_OP_CLAMP ? run_case(e, 1, 1, n1[c], 0)
-                                          : run_case(e, 1, 1, n1[c], 0);
+                bad = run_case(e, 1, 1, n1[c], 0); /* n, or rows=1 cols=n */
             if (!bad && e->op > H_OP_CLAMP)
                 bad = run_case(e, 1, 3, 37, 0); /* pointwise over rows x cols */
         } else if (e->op <= H_OP_ARGMAX) {

@@ -105,9 +105,9 @@ static void test_points_print_and_parse(void **state)
     const struct k3_template *t = k3_template_for(PLAT_OP_GEMM), *t2 = NULL;
     k3_point_default(t, v);
     assert_int_equal(k3_point_label(t, v, label, sizeof label), 0);
-    assert_string_equal(label, "gemm LMUL=2 MR=4 KC=0");
+    assert_string_equal(label, "gemm LMUL=4 MR=4 KC=0");
     assert_int_equal(k3_point_defines(t, v, defs, sizeof defs), 0);
-    assert_string_equal(defs, "-DLMUL=2 -DMR=4 -DKC=0");
+    assert_string_equal(defs, "-DLMUL=4 -DMR=4 -DKC=0");
     assert_int_equal(k3_point_parse("gemm MR=8 LMUL=1", &t2, w), 0);
     assert_ptr_equal(t2, t);
     assert_int_equal(k3_point_get(t, w, "MR"), 8);

@@ -22,7 +22,7 @@
 #include "kernel_abi.h"
 
 #ifndef LMUL
-#define LMUL 2
+#define LMUL 4
 #endif
 #ifndef MR
 #define MR 4

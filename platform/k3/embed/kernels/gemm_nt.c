@@ -5,13 +5,14 @@
  * Both operands are read along k (unit stride), so each C[i][j] is a dot
  * product: an MR x NR block of C keeps MR*NR vector accumulators over k,
  * loading MR strips of A and NR strips of B per step (MR+NR loads for
- * MR*NR FMAs), and ends with one vfredusum per accumulator.
+ * MR*NR FMAs; B strips one at a time), and ends with one vfredusum per
+ * accumulator.
  *
  * Tunable parameters:
  *   LMUL   1, 2 or 4 (k elements per strip = VLEN/32 * LMUL)
  *   MR     1, 2 or 4 rows of A per block
  *   NR     1, 2 or 4 rows of B per block
- *          (MR*NR + MR + NR) * LMUL <= 32 vector registers
+ *          (MR*NR + MR + 1) * LMUL <= 32 vector registers
  * Leftover rows/columns use 1 x NR, MR x 1 and 1 x 1 blocks.
  */
 #include <stddef.h>
@@ -20,7 +21,7 @@
 #include "kernel_abi.h"
 
 #ifndef LMUL
-#define LMUL 1
+#define LMUL 4
 #endif
 #ifndef MR
 #define MR 2
@@ -34,8 +35,8 @@
 #if (MR != 1 && MR != 2 && MR != 4) || (NR != 1 && NR != 2 && NR != 4)
 #error "MR and NR must be 1, 2 or 4"
 #endif
-#if (MR * NR + MR + NR) * LMUL > 32
-#error "(MR*NR + MR + NR) * LMUL must be <= 32 (vector registers)"
+#if (MR * NR + MR + 1) * LMUL > 32
+#error "(MR*NR + MR + 1) * LMUL must be <= 32 (vector registers)"
 #endif
 
 #define CAT_(a, b) a##b
@@ -67,8 +68,7 @@
         for (size_t p = 0; p < k;) {                                           \
             size_t vl = VSETVL(k - p);                                         \
             AROW##R(LOAD_A)                                                    \
-            AROW##C(LOAD_B)                                                    \
-            AROW##R(FMA_ROW##C)                                                \
+            AROW##C(COL_FMA##R)                                                \
             p += vl;                                                           \
         }                                                                      \
         vfloat32m1_t z = __riscv_vfmv_v_f_f32m1(0.0f, 1);                      \
@@ -82,11 +82,13 @@
 #define DECL_ROW2(r) REP2(DECL_ACC, r)
 #define DECL_ROW4(r) REP4(DECL_ACC, r)
 #define LOAD_A(r) VF va##r = F(vle32_v)(a + (i0 + r) * k + p, vl);
-#define LOAD_B(q) VF vb##q = F(vle32_v)(b + (j0 + q) * k + p, vl);
-#define FMA_ACC(r, q) acc##r##_##q = FTU(vfmacc_vv)(acc##r##_##q, va##r, vb##q, vl);
-#define FMA_ROW1(r) REP1(FMA_ACC, r)
-#define FMA_ROW2(r) REP2(FMA_ACC, r)
-#define FMA_ROW4(r) REP4(FMA_ACC, r)
+/* one strip of B row q at a time, used by the R rows of A: R*C
+ * accumulators + R strips of A + 1 strip of B are live */
+#define LOAD_B(q) VF vb = F(vle32_v)(b + (j0 + q) * k + p, vl);
+#define FMA_ACC(r, q) acc##r##_##q = FTU(vfmacc_vv)(acc##r##_##q, va##r, vb, vl);
+#define COL_FMA1(q) { LOAD_B(q) FMA_ACC(0, q) }
+#define COL_FMA2(q) { LOAD_B(q) FMA_ACC(0, q) FMA_ACC(1, q) }
+#define COL_FMA4(q) { LOAD_B(q) FMA_ACC(0, q) FMA_ACC(1, q) FMA_ACC(2, q) FMA_ACC(3, q) }
 #define STORE_ACC(r, q) \
     c[(i0 + r) * n + j0 + q] = __riscv_vfmv_f_s_f32m1_f32(REDSUM(acc##r##_##q, z, vlmax));
 #define STORE_ROW1(r) REP1(STORE_ACC, r)

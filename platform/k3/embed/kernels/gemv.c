@@ -16,10 +16,10 @@
 #include "kernel_abi.h"
 
 #ifndef LMUL
-#define LMUL 4
+#define LMUL 8
 #endif
 #ifndef RB
-#define RB 2
+#define RB 1
 #endif
 #if LMUL != 1 && LMUL != 2 && LMUL != 4 && LMUL != 8
 #error "LMUL must be 1, 2, 4 or 8"

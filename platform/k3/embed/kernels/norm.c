@@ -25,7 +25,7 @@
 #define OP OP_LAYERNORM
 #endif
 #ifndef LMUL
-#define LMUL 2
+#define LMUL 8
 #endif
 #ifndef ACC
 #define ACC 1
