@@ -29,6 +29,13 @@ const char *net_strerror(int code)
     case NET_ERR_HTTP_NOTFOUND: return "not found (HTTP 404): wrong base URL or unknown model";
     case NET_ERR_HTTP: return "unexpected HTTP status";
     case NET_ERR_REPLY: return "malformed reply";
+    case NET_ERR_FRAME: return "malformed sync frame";
+    case NET_ERR_FRAME_BIG: return "sync frame over its size cap";
+    case NET_ERR_PEER: return "peer broke the sync protocol";
+    case NET_ERR_PROTO_VERSION: return "no sync protocol version in common with the peer";
+    case NET_ERR_PEER_CERT: return "certificate not issued by a trusted fleet CA";
+    case NET_ERR_CLOSED: return "peer closed the connection";
+    case NET_ERR_LISTEN: return "cannot listen on that address";
     /* net/crypto.h's codes share the band */
     case NET_ERR_CRYPTO: return "cryptographic operation failed";
     case NET_ERR_CRYPTO_KEY: return "key does not parse";
@@ -45,6 +52,7 @@ int net_err_retryable(int code)
     case NET_ERR_CONNECT:
     case NET_ERR_TIMEOUT:
     case NET_ERR_RESET:
+    case NET_ERR_CLOSED:
     case NET_ERR_PROXY:
     case NET_ERR_HTTP_RATE:
     case NET_ERR_HTTP_SERVER:

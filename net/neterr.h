@@ -37,6 +37,14 @@ enum net_err {
     NET_ERR_HTTP_NOTFOUND = -235,/* 404: wrong base URL or unknown model (final) */
     NET_ERR_HTTP = -236,         /* any other unexpected status (final) */
     NET_ERR_REPLY = -237,        /* reply is not the JSON we expect (final) */
+    /* peer sync (net/peer.h, net/sync_frame.h, net/fleet.h) */
+    NET_ERR_FRAME = -240,        /* malformed sync frame: bad type, bytes or JSON (final) */
+    NET_ERR_FRAME_BIG = -241,    /* sync frame over its size cap (final) */
+    NET_ERR_PEER = -242,         /* the peer broke the sync protocol (final) */
+    NET_ERR_PROTO_VERSION = -243,/* no sync protocol version in common (final) */
+    NET_ERR_PEER_CERT = -244,    /* peer/record certificate not from a trusted CA (final) */
+    NET_ERR_CLOSED = -245,       /* the peer closed the connection (retryable) */
+    NET_ERR_LISTEN = -246,       /* cannot bind or listen on the address (final) */
 };
 
 /* Text for a NET_ERR_* code; "unknown net error" for anything else. Never

@@ -1,0 +1,495 @@
+/*
+ * net/peer.c - mutual-TLS peer connections and framed I/O. See peer.h.
+ *
+ * The socket is mbedTLS's net_sockets context; reads go through
+ * mbedtls_net_recv_timeout so an idle peer costs at most timeout_ms; the
+ * socket has SO_SNDTIMEO so a peer that stops reading cannot hold a write
+ * forever either. One ctr_drbg per conf (mbedTLS locks it internally).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <mbedtls/ctr_drbg.h>
+#include <mbedtls/entropy.h>
+#include <mbedtls/error.h>
+#include <mbedtls/net_sockets.h>
+#include <mbedtls/oid.h>
+#include <mbedtls/pk.h>
+#include <mbedtls/ssl.h>
+#include <mbedtls/x509_crt.h>
+#include <psa/crypto.h>
+
+#include "net/crypto.h"
+#include "net/neterr.h"
+#include "net/peer.h"
+#include "net/sync_frame.h"
+
+struct net_peer_conf {
+    int is_server;
+    int timeout_ms;
+    mbedtls_ssl_config ssl;
+    mbedtls_x509_crt ca, cert;
+    mbedtls_pk_context key;
+    mbedtls_entropy_context entropy;
+    mbedtls_ctr_drbg_context drbg;
+};
+
+struct net_peer {
+    struct net_peer_conf *conf;
+    mbedtls_net_context net;
+    mbedtls_ssl_context ssl;
+    int broken;               /* a read/write failed: no close_notify */
+    uint8_t wbuf[NET_PEER_WBUF];
+    size_t wlen;
+    uint64_t sent, received;
+};
+
+struct net_peer_listener {
+    mbedtls_net_context net;
+};
+
+static void say(char *err, size_t cap, const char *what, int mrc)
+{
+    char m[160];
+    mbedtls_strerror(mrc, m, sizeof m);
+    if (err && cap)
+        snprintf(err, cap, "%s: %s (-0x%04x)", what, m, (unsigned)-mrc);
+}
+
+static uint64_t now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
+}
+
+/* ------------------------------------------------------------------ conf */
+
+int net_peer_conf_new(int is_server, const char *ca_pem, const char *cert_pem, const char *key_pem,
+                      int timeout_ms, struct net_peer_conf **out, char *err, size_t err_cap)
+{
+    int rc = NET_ERR_TLS, m;
+    struct net_peer_conf *c = calloc(1, sizeof *c);
+    *out = NULL;
+    if (!c)
+        return NET_ERR_NOMEM;
+    c->is_server = is_server;
+    c->timeout_ms = timeout_ms > 0 ? timeout_ms : 30000;
+    mbedtls_ssl_config_init(&c->ssl);
+    mbedtls_x509_crt_init(&c->ca);
+    mbedtls_x509_crt_init(&c->cert);
+    mbedtls_pk_init(&c->key);
+    mbedtls_entropy_init(&c->entropy);
+    mbedtls_ctr_drbg_init(&c->drbg);
+    if (psa_crypto_init() != PSA_SUCCESS) {
+        snprintf(err, err_cap, "PSA crypto init failed");
+        goto out;
+    }
+    static const char pers[] = "kope-peer";
+    if ((m = mbedtls_ctr_drbg_seed(&c->drbg, mbedtls_entropy_func, &c->entropy,
+                                   (const unsigned char *)pers, sizeof pers - 1))) {
+        say(err, err_cap, "random generator", m);
+        goto out;
+    }
+    if ((m = mbedtls_x509_crt_parse(&c->ca, (const unsigned char *)ca_pem, strlen(ca_pem) + 1))) {
+        say(err, err_cap, "fleet CA certificate(s) do not parse", m);
+        rc = NET_ERR_CA_FILE;
+        goto out;
+    }
+    if ((m = mbedtls_x509_crt_parse(&c->cert, (const unsigned char *)cert_pem, strlen(cert_pem) + 1))) {
+        say(err, err_cap, "device certificate does not parse", m);
+        rc = NET_ERR_CERT;
+        goto out;
+    }
+    if ((m = mbedtls_pk_parse_key(&c->key, (const unsigned char *)key_pem, strlen(key_pem) + 1, NULL, 0,
+                                  mbedtls_ctr_drbg_random, &c->drbg))) {
+        say(err, err_cap, "device key does not parse", m);
+        rc = NET_ERR_CRYPTO_KEY;
+        goto out;
+    }
+    if ((m = mbedtls_ssl_config_defaults(&c->ssl, is_server ? MBEDTLS_SSL_IS_SERVER : MBEDTLS_SSL_IS_CLIENT,
+                                         MBEDTLS_SSL_TRANSPORT_STREAM, MBEDTLS_SSL_PRESET_DEFAULT))) {
+        say(err, err_cap, "TLS defaults", m);
+        goto out;
+    }
+    mbedtls_ssl_conf_min_tls_version(&c->ssl, MBEDTLS_SSL_VERSION_TLS1_2);
+    mbedtls_ssl_conf_max_tls_version(&c->ssl, MBEDTLS_SSL_VERSION_TLS1_3);
+    mbedtls_ssl_conf_authmode(&c->ssl, MBEDTLS_SSL_VERIFY_REQUIRED); /* mutual: both sides */
+    mbedtls_ssl_conf_ca_chain(&c->ssl, &c->ca, NULL);
+    mbedtls_ssl_conf_rng(&c->ssl, mbedtls_ctr_drbg_random, &c->drbg);
+    mbedtls_ssl_conf_read_timeout(&c->ssl, (uint32_t)c->timeout_ms);
+    if ((m = mbedtls_ssl_conf_own_cert(&c->ssl, &c->cert, &c->key))) {
+        say(err, err_cap, "device certificate and key", m);
+        goto out;
+    }
+    *out = c;
+    c = NULL;
+    rc = 0;
+out:
+    net_peer_conf_free(c);
+    return rc;
+}
+
+void net_peer_conf_free(struct net_peer_conf *c)
+{
+    if (!c)
+        return;
+    mbedtls_ssl_config_free(&c->ssl);
+    mbedtls_x509_crt_free(&c->ca);
+    mbedtls_x509_crt_free(&c->cert);
+    mbedtls_pk_free(&c->key);
+    mbedtls_ctr_drbg_free(&c->drbg);
+    mbedtls_entropy_free(&c->entropy);
+    free(c);
+}
+
+/* ------------------------------------------------------------------ connections */
+
+static int peer_new(struct net_peer_conf *c, struct net_peer **out)
+{
+    struct net_peer *p = calloc(1, sizeof *p);
+    if (!p)
+        return NET_ERR_NOMEM;
+    p->conf = c;
+    mbedtls_net_init(&p->net);
+    mbedtls_ssl_init(&p->ssl);
+    *out = p;
+    return 0;
+}
+
+static int peer_setup(struct net_peer *p, char *err, size_t err_cap)
+{
+    int m;
+    struct timeval tv = {p->conf->timeout_ms / 1000, (p->conf->timeout_ms % 1000) * 1000};
+    setsockopt(p->net.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if ((m = mbedtls_ssl_setup(&p->ssl, &p->conf->ssl))) {
+        say(err, err_cap, "TLS setup", m);
+        return NET_ERR_TLS;
+    }
+    if (!p->conf->is_server && (m = mbedtls_ssl_set_hostname(&p->ssl, NULL))) {
+        /* explicit: peers are checked by fleet CA, not by host name (peer.h) */
+        say(err, err_cap, "TLS setup", m);
+        return NET_ERR_TLS;
+    }
+    mbedtls_ssl_set_bio(&p->ssl, &p->net, mbedtls_net_send, NULL, mbedtls_net_recv_timeout);
+    return 0;
+}
+
+static int map_tls_err(int m)
+{
+    switch (m) {
+    case MBEDTLS_ERR_SSL_TIMEOUT: return NET_ERR_TIMEOUT;
+    case MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY: return NET_ERR_CLOSED;
+    case MBEDTLS_ERR_NET_CONN_RESET:
+    case MBEDTLS_ERR_NET_RECV_FAILED:
+    case MBEDTLS_ERR_NET_SEND_FAILED: return NET_ERR_RESET;
+    case MBEDTLS_ERR_X509_CERT_VERIFY_FAILED:
+    case MBEDTLS_ERR_SSL_BAD_CERTIFICATE: return NET_ERR_PEER_CERT;
+    case MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE: return NET_ERR_TLS;
+    default: return m == 0 ? NET_ERR_CLOSED : NET_ERR_TLS;
+    }
+}
+
+int net_peer_handshake(struct net_peer *p, char *err, size_t err_cap)
+{
+    int m;
+    uint64_t t0 = now_ms();
+    while ((m = mbedtls_ssl_handshake(&p->ssl)) != 0) {
+        if (m == MBEDTLS_ERR_SSL_WANT_READ || m == MBEDTLS_ERR_SSL_WANT_WRITE) {
+            if (now_ms() - t0 > (uint64_t)p->conf->timeout_ms) {
+                m = MBEDTLS_ERR_SSL_TIMEOUT;
+                break;
+            }
+            continue;
+        }
+        break;
+    }
+    if (m == 0)
+        return 0;
+    p->broken = 1;
+    uint32_t flags = mbedtls_ssl_get_verify_result(&p->ssl);
+    if (flags && flags != (uint32_t)-1) {
+        char v[256];
+        mbedtls_x509_crt_verify_info(v, sizeof v, "", flags);
+        v[strcspn(v, "\n")] = '\0';
+        snprintf(err, err_cap, "peer certificate refused: %s", v);
+        return NET_ERR_PEER_CERT;
+    }
+    say(err, err_cap, "TLS handshake", m);
+    return map_tls_err(m);
+}
+
+int net_peer_listen(const char *host, const char *port, struct net_peer_listener **out,
+                    int *bound_port, char *err, size_t err_cap)
+{
+    struct net_peer_listener *l = calloc(1, sizeof *l);
+    int m;
+    *out = NULL;
+    if (!l)
+        return NET_ERR_NOMEM;
+    mbedtls_net_init(&l->net);
+    if ((m = mbedtls_net_bind(&l->net, host && *host ? host : NULL, port, MBEDTLS_NET_PROTO_TCP))) {
+        say(err, err_cap, "listen", m);
+        free(l);
+        return NET_ERR_LISTEN;
+    }
+    if (bound_port) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        *bound_port = 0;
+        if (getsockname(l->net.fd, (struct sockaddr *)&ss, &sl) == 0)
+            *bound_port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                                          : ((struct sockaddr_in *)&ss)->sin_port);
+    }
+    *out = l;
+    return 0;
+}
+
+void net_peer_listener_close(struct net_peer_listener *l)
+{
+    if (!l)
+        return;
+    mbedtls_net_free(&l->net);
+    free(l);
+}
+
+int net_peer_accept(struct net_peer_listener *l, struct net_peer_conf *c, int wait_ms,
+                    struct net_peer **out, char *addr, size_t addr_cap)
+{
+    struct net_peer *p = NULL;
+    unsigned char ip[16];
+    size_t ip_len = 0;
+    int rc;
+    struct pollfd pfd = {l->net.fd, POLLIN, 0};
+    *out = NULL;
+    if (addr && addr_cap)
+        addr[0] = '\0';
+    int pr = poll(&pfd, 1, wait_ms);
+    if (pr == 0 || (pr < 0 && errno == EINTR))
+        return NET_ERR_TIMEOUT;
+    if (pr < 0)
+        return NET_ERR_LISTEN;
+    if ((rc = peer_new(c, &p)))
+        return rc;
+    if (mbedtls_net_accept(&l->net, &p->net, ip, sizeof ip, &ip_len)) {
+        net_peer_close(p);
+        return NET_ERR_CONNECT;
+    }
+    if (addr && ip_len == 4)
+        snprintf(addr, addr_cap, "%u.%u.%u.%u", ip[0], ip[1], ip[2], ip[3]);
+    else if (addr)
+        snprintf(addr, addr_cap, "(ipv6)");
+    if ((rc = peer_setup(p, NULL, 0))) {
+        net_peer_close(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+int net_peer_connect(struct net_peer_conf *c, const char *host, const char *port,
+                     struct net_peer **out, char *err, size_t err_cap)
+{
+    struct net_peer *p = NULL;
+    int rc, m;
+    *out = NULL;
+    if ((rc = peer_new(c, &p)))
+        return rc;
+    if ((m = mbedtls_net_connect(&p->net, host, port, MBEDTLS_NET_PROTO_TCP))) {
+        say(err, err_cap, "connect", m);
+        rc = m == MBEDTLS_ERR_NET_UNKNOWN_HOST ? NET_ERR_DNS : NET_ERR_CONNECT;
+        goto out;
+    }
+    if ((rc = peer_setup(p, err, err_cap)) || (rc = net_peer_handshake(p, err, err_cap)))
+        goto out;
+    *out = p;
+    p = NULL;
+out:
+    net_peer_close(p);
+    return rc;
+}
+
+void net_peer_name(struct net_peer *p, char *buf, size_t cap)
+{
+    const mbedtls_x509_crt *c = mbedtls_ssl_get_peer_cert(&p->ssl);
+    snprintf(buf, cap, "?");
+    if (!c)
+        return;
+    for (const mbedtls_x509_name *n = &c->subject; n; n = n->next)
+        if (MBEDTLS_OID_CMP(MBEDTLS_OID_AT_CN, &n->oid) == 0) {
+            size_t k = n->val.len < cap - 1 ? n->val.len : cap - 1;
+            for (size_t i = 0; i < k; i++)
+                buf[i] = n->val.p[i] >= 0x20 && n->val.p[i] < 0x7f ? (char)n->val.p[i] : '?';
+            buf[k] = '\0';
+            return;
+        }
+}
+
+const char *net_peer_tls_version(struct net_peer *p)
+{
+    return mbedtls_ssl_get_version(&p->ssl);
+}
+
+void net_peer_close(struct net_peer *p)
+{
+    if (!p)
+        return;
+    if (!p->broken) {
+        net_peer_flush(p);
+        mbedtls_ssl_close_notify(&p->ssl);
+    }
+    mbedtls_ssl_free(&p->ssl);
+    mbedtls_net_free(&p->net);
+    free(p);
+}
+
+void net_peer_abort(struct net_peer *p)
+{
+    if (!p)
+        return;
+    p->broken = 1;
+    struct linger lg = {1, 0}; /* RST, as a cut link looks to the other side */
+    setsockopt(p->net.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    net_peer_close(p);
+}
+
+void net_peer_bytes(const struct net_peer *p, uint64_t *sent, uint64_t *received)
+{
+    *sent = p->sent;
+    *received = p->received;
+}
+
+/* ------------------------------------------------------------------ frames */
+
+static int write_all(struct net_peer *p, const uint8_t *b, size_t n)
+{
+    uint64_t t0 = now_ms();
+    while (n) {
+        int w = mbedtls_ssl_write(&p->ssl, b, n);
+        if (w == MBEDTLS_ERR_SSL_WANT_WRITE || w == MBEDTLS_ERR_SSL_WANT_READ ||
+            w == MBEDTLS_ERR_SSL_RECEIVED_NEW_SESSION_TICKET) {
+            if (now_ms() - t0 > (uint64_t)p->conf->timeout_ms) {
+                p->broken = 1;
+                return NET_ERR_TIMEOUT;
+            }
+            continue;
+        }
+        if (w <= 0) {
+            p->broken = 1;
+            return map_tls_err(w);
+        }
+        t0 = now_ms();
+        b += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int net_peer_flush(struct net_peer *p)
+{
+    if (p->broken)
+        return NET_ERR_RESET;
+    int rc = write_all(p, p->wbuf, p->wlen);
+    p->wlen = 0;
+    return rc;
+}
+
+int net_peer_write_raw(struct net_peer *p, const void *buf, size_t len)
+{
+    const uint8_t *b = buf;
+    int rc;
+    if (p->broken)
+        return NET_ERR_RESET;
+    p->sent += len;
+    if (len >= NET_PEER_WBUF) {
+        if ((rc = net_peer_flush(p)))
+            return rc;
+        return write_all(p, b, len);
+    }
+    if (p->wlen + len > NET_PEER_WBUF && (rc = net_peer_flush(p)))
+        return rc;
+    memcpy(p->wbuf + p->wlen, b, len);
+    p->wlen += len;
+    return 0;
+}
+
+int net_peer_frame_write(struct net_peer *p, int type, const void *payload, size_t len)
+{
+    uint8_t hdr[NET_SYNC_HDR];
+    int rc;
+    if (len > net_sync_type_max(type))
+        return NET_ERR_FRAME_BIG;
+    if ((rc = net_sync_payload_check(type, payload, len)))
+        return rc;
+    net_sync_hdr_write(hdr, type, len);
+    if ((rc = net_peer_write_raw(p, hdr, sizeof hdr)))
+        return rc;
+    return net_peer_write_raw(p, payload, len);
+}
+
+static int read_exact(struct net_peer *p, uint8_t *b, size_t n)
+{
+    while (n) {
+        int r = mbedtls_ssl_read(&p->ssl, b, n);
+        if (r == MBEDTLS_ERR_SSL_WANT_READ || r == MBEDTLS_ERR_SSL_WANT_WRITE ||
+            r == MBEDTLS_ERR_SSL_RECEIVED_NEW_SESSION_TICKET)
+            continue;
+        if (r <= 0) {
+            p->broken = 1;
+            return map_tls_err(r);
+        }
+        b += r;
+        n -= (size_t)r;
+        p->received += (uint64_t)r;
+    }
+    return 0;
+}
+
+int net_peer_frame_read(struct net_peer *p, int *type, uint8_t **buf, size_t *cap, size_t *len)
+{
+    uint8_t hdr[NET_SYNC_HDR];
+    int rc;
+    *len = 0;
+    if (p->wlen && (rc = net_peer_flush(p)))
+        return rc;
+    if ((rc = read_exact(p, hdr, sizeof hdr)))
+        return rc;
+    if ((rc = net_sync_hdr_parse(hdr, type, len))) {
+        p->broken = 1; /* the stream cannot be resynchronised */
+        return rc;
+    }
+    /* Grow with what actually arrives (64 KiB at a time): a header that
+     * announces the cap costs memory only as fast as the peer sends bytes. */
+    size_t got = 0;
+    for (;;) {
+        size_t target = *len - got > 65536 ? got + 65536 : *len;
+        if (*cap < target + 1) {
+            size_t ncap = *cap * 2 > target + 1 ? *cap * 2 : target + 1;
+            if (ncap > *len + 1)
+                ncap = *len + 1;
+            uint8_t *nb = realloc(*buf, ncap);
+            if (!nb)
+                return NET_ERR_NOMEM;
+            *buf = nb;
+            *cap = ncap;
+        }
+        if (target == got)
+            break;
+        if ((rc = read_exact(p, *buf + got, target - got)))
+            return rc;
+        got = target;
+    }
+    (*buf)[*len] = '\0';
+    if ((rc = net_sync_payload_check(*type, *buf, *len)))
+        p->broken = 1;
+    return rc;
+}
