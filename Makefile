@@ -31,6 +31,8 @@ else ifeq ($(ARCH),riscv64)
   RUNNER  := $(QEMU_RV) -L /usr/riscv64-linux-gnu
   # bookworm's riscv64 GNU ld (binutils 2.40) segfaults on kope's link: lld does not
   ARCH_LDFLAGS := -fuse-ld=lld
+  # platform/hostcheck.c must run on a core without V to say why kope stops
+  HOSTCHECK_CFLAGS := -march=rv64gc_zba_zbb_zbs -DKOPE_BUILT_WITH_RVV -DKOPE_MIN_VLEN=256
 else ifeq ($(ARCH),aarch64)
   CC      := $(CLANG) --target=aarch64-linux-gnu
   RUNNER  := qemu-aarch64 -L /usr/aarch64-linux-gnu
@@ -94,6 +96,11 @@ $(BUILD)/obj/%.o: %.c $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(FINAL_CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/platform/hostcheck.o: platform/hostcheck.c $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(FINAL_CFLAGS) $(HOSTCHECK_CFLAGS) -c $< -o $@
 
 # Files the binary carries (templates, harness, knowledge): see platform/embed.h.
 $(BUILD)/gen/embed.c: $(EMBED_SRC) cross/embed.sh

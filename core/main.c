@@ -12,6 +12,7 @@
 #include "core/cli.h"
 #include "core/config.h"
 #include "core/version.h"
+#include "platform/hostcheck.h"
 #include "store/store.h"
 
 struct command {
@@ -30,6 +31,9 @@ static const struct command commands[] = {
     {"tasks", cli_tasks, "list the tasks of a suite (default: embedded k3-core)"},
     {"measure", cli_measure, "verify and measure one kernel file: KERNEL.c --task NAME"},
     {"probe", cli_probe, "characterise this machine: ISA, VLEN, caches, FMA peak, bandwidth"},
+    {"serve", cli_serve, "serve peer sync over mutual TLS: [--listen HOST:PORT]"},
+    {"sync", cli_sync, "exchange records with peers: [HOST:PORT ...] (default: config peers)"},
+    {"fleet", cli_fleet, "fleet certificates: init | enroll NAME | trust CERT"},
     {"version", cmd_version, "print version and build information"},
     {"help", cmd_help, "show this help, or `kope help COMMAND`"},
 };
@@ -91,9 +95,16 @@ static int cmd_version(struct cli *c, int argc, char **argv)
         printf("usage: kope version\nPrints kope's version, target architecture and library versions.\n");
         return CLI_OK;
     }
+    char msg[512];
+    unsigned vlen = 0;
+    int ok = plat_host_check(msg, sizeof msg, &vlen) == 0;
     printf("kope %s (%s)\n", KOPE_VERSION, KOPE_ARCH);
     printf("sqlite %s\n", store_sqlite_version());
-    return CLI_OK;
+    if (vlen)
+        printf("vector length %u bits\n", vlen);
+    if (!ok)
+        printf("this CPU cannot run this build: %s\n", msg);
+    return ok ? CLI_OK : CLI_FAIL;
 }
 
 int main(int argc, char **argv)
