@@ -1,0 +1,478 @@
+/*
+ * core/cli_sync.c - `kope serve`, `kope sync` and `kope fleet` (docs/SYNC.md).
+ *
+ * Files beside the store (DB = --db path), each overridable in the config:
+ *   DB.key     this device's private key (`kope init`; $KOPE_KEY)
+ *   DB.crt     this device's fleet certificate (`kope fleet enroll`; fleet.cert)
+ *   DB.ca.pem  the fleet CA certificates this device trusts (fleet.ca)
+ * A fleet CA made by `kope fleet init` lives in a directory (default ./fleet):
+ * ca.key (0600) and ca.crt.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+
+#include "core/cli.h"
+#include "core/config.h"
+#include "core/err.h"
+#include "core/graph.h"
+#include "core/sync.h"
+#include "core/util.h"
+#include "net/crypto.h"
+#include "net/fleet.h"
+#include "net/neterr.h"
+#include "net/peer.h"
+#include "store/store.h"
+
+#define PEM_FILE_MAX (1024 * 1024)
+
+static const char *fleet_path(struct cli *c, const char *cfg_key, const char *suffix, char *buf, size_t cap)
+{
+    struct kope_config *cfg = cli_config(c);
+    const char *v = cfg ? kope_config_str(cfg, cfg_key, NULL) : NULL;
+    if (v && *v)
+        return v;
+    snprintf(buf, cap, "%s%s", c->db_path, suffix);
+    return buf;
+}
+
+static char *read_text(const char *path, const char *what)
+{
+    char *t = NULL, err[512];
+    size_t len = 0;
+    if (util_read_file(path, PEM_FILE_MAX, &t, &len, err, sizeof err)) {
+        fprintf(stderr, "kope: cannot read %s: %s\n", what, err);
+        return NULL;
+    }
+    return t;
+}
+
+static int write_text(const char *path, const char *text, int mode, int excl)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | (excl ? O_EXCL : O_TRUNC), mode);
+    if (fd < 0) {
+        fprintf(stderr, "kope: cannot create %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    size_t n = strlen(text);
+    int ok = write(fd, text, n) == (ssize_t)n && fsync(fd) == 0;
+    close(fd);
+    if (!ok)
+        fprintf(stderr, "kope: cannot write %s\n", path);
+    return ok ? 0 : -1;
+}
+
+/* Add a CA certificate (PEM text) to the trust file unless already there. */
+static int trust_add(const char *trust_path, const char *pem)
+{
+    char *have = NULL, err[256];
+    size_t len = 0;
+    uint8_t der[NET_CERT_DER_MAX];
+    size_t der_len = 0;
+    char cn[128];
+    if (net_cert_pem_parse(pem, der, &der_len, NULL, NULL, cn, sizeof cn)) {
+        fprintf(stderr, "kope fleet: not a PEM certificate\n");
+        return -1;
+    }
+    if (util_read_file(trust_path, PEM_FILE_MAX, &have, &len, err, sizeof err) == 0 && strstr(have, pem)) {
+        printf("already trusted: %s\n", cn);
+        free(have);
+        return 0;
+    }
+    free(have);
+    FILE *f = fopen(trust_path, "a");
+    if (!f || fputs(pem, f) < 0 || fclose(f) != 0) {
+        fprintf(stderr, "kope fleet: cannot append to %s: %s\n", trust_path, strerror(errno));
+        return -1;
+    }
+    printf("trusting CA '%s' (%s)\n", cn, trust_path);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ fleet */
+
+static int fleet_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: kope fleet init [--dir DIR] [--name NAME] [--days N]\n"
+            "       kope fleet enroll NAME [--ca DIR] [--days N]\n"
+            "       kope fleet trust CERT.pem\n"
+            "\n"
+            "A fleet is the set of devices whose records this one accepts: those\n"
+            "holding a certificate from a CA it trusts.\n"
+            "  init    make a fleet CA in DIR (default ./fleet): ca.key (0600), ca.crt;\n"
+            "          this device trusts it (DB.ca.pem)\n"
+            "  enroll  issue this device (key DB.key from `kope init`) a certificate named\n"
+            "          NAME from the CA in DIR: writes DB.crt, trusts the CA, and signs a\n"
+            "          checkpoint carrying the certificate so peers can verify its records\n"
+            "  trust   trust another fleet CA certificate (appended to DB.ca.pem)\n"
+            "Equivalent openssl commands for an existing CA: docs/SYNC.md.\n");
+    return f == stdout ? CLI_OK : CLI_USAGE;
+}
+
+static int fleet_init(struct cli *c, int argc, char **argv)
+{
+    const char *dir = "fleet", *name = "kope fleet CA";
+    int days = 3650;
+    char kp[4096], cp[4096], tp[4096];
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
+            dir = argv[++i];
+        else if (strcmp(argv[i], "--name") == 0 && i + 1 < argc)
+            name = argv[++i];
+        else if (strcmp(argv[i], "--days") == 0 && i + 1 < argc)
+            days = atoi(argv[++i]);
+        else
+            return fleet_usage(stderr);
+    }
+    if (days <= 0)
+        return fleet_usage(stderr);
+    snprintf(kp, sizeof kp, "%s/ca.key", dir);
+    snprintf(cp, sizeof cp, "%s/ca.crt", dir);
+    if (mkdir(dir, 0700) && errno != EEXIST) {
+        fprintf(stderr, "kope fleet init: cannot create %s: %s\n", dir, strerror(errno));
+        return CLI_FAIL;
+    }
+    if (access(kp, F_OK) == 0) {
+        fprintf(stderr, "kope fleet init: %s exists: a fleet CA is already there\n", kp);
+        return CLI_FAIL;
+    }
+    char *key = NULL, *cert = NULL;
+    int rc = net_fleet_ca_make(name, days, &key, &cert), code = CLI_FAIL;
+    if (rc) {
+        fprintf(stderr, "kope fleet init: %s\n", kope_strerror(rc));
+        goto out;
+    }
+    if (write_text(kp, key, 0600, 1) || write_text(cp, cert, 0644, 0) ||
+        trust_add(fleet_path(c, "fleet.ca", ".ca.pem", tp, sizeof tp), cert))
+        goto out;
+    printf("fleet CA '%s': %s, %s\n", name, cp, kp);
+    code = CLI_OK;
+out:
+    if (key) {
+        net_wipe(key, strlen(key));
+        free(key);
+    }
+    free(cert);
+    return code;
+}
+
+static int fleet_enroll(struct cli *c, int argc, char **argv)
+{
+    const char *dir = "fleet", *name = NULL;
+    int days = 825;
+    char kp[4096], cp[4096], tp[4096], crt[4096], err[320], hex[2 * NET_CERT_DER_MAX + 1];
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--ca") == 0 && i + 1 < argc)
+            dir = argv[++i];
+        else if (strcmp(argv[i], "--days") == 0 && i + 1 < argc)
+            days = atoi(argv[++i]);
+        else if (!name && argv[i][0] != '-')
+            name = argv[i];
+        else
+            return fleet_usage(stderr);
+    }
+    if (!name || days <= 0)
+        return fleet_usage(stderr);
+    struct graph g;
+    if (cli_graph_open(c, &g, 1))
+        return CLI_FAIL;
+    int code = CLI_FAIL, rc;
+    char *cakey = NULL, *cacert = NULL, *pem = NULL;
+    uint8_t pub[NET_PUBKEY_MAX], der[NET_CERT_DER_MAX];
+    size_t pub_len = 0, der_len = 0;
+    snprintf(kp, sizeof kp, "%s/ca.key", dir);
+    snprintf(cp, sizeof cp, "%s/ca.crt", dir);
+    if (!(cakey = read_text(kp, "the fleet CA key")) || !(cacert = read_text(cp, "the fleet CA certificate")))
+        goto out;
+    if ((rc = net_key_public_der(g.key, pub, sizeof pub, &pub_len)))
+        goto out;
+    if ((rc = net_fleet_cert_issue(cakey, cacert, pub, pub_len, name, days, NULL, NULL, &pem, err, sizeof err))) {
+        fprintf(stderr, "kope fleet enroll: %s\n", err);
+        goto out;
+    }
+    if (net_cert_pem_parse(pem, der, &der_len, NULL, NULL, NULL, 0))
+        goto out;
+    const char *crt_path = fleet_path(c, "fleet.cert", ".crt", crt, sizeof crt);
+    if (write_text(crt_path, pem, 0644, 0) || trust_add(fleet_path(c, "fleet.ca", ".ca.pem", tp, sizeof tp), cacert))
+        goto out;
+    util_hex(der, der_len, hex);
+    if ((rc = graph_cert_set(&g, hex))) {
+        fprintf(stderr, "kope fleet enroll: %s\n", g.err[0] ? g.err : kope_strerror(rc));
+        goto out;
+    }
+    printf("enrolled '%s': %s (checkpoint seq %lld carries it)\n", name, crt_path, (long long)g.seq);
+    code = CLI_OK;
+out:
+    if (cakey) {
+        net_wipe(cakey, strlen(cakey));
+        free(cakey);
+    }
+    free(cacert);
+    free(pem);
+    graph_free(&g);
+    return code;
+}
+
+int cli_fleet(struct cli *c, int argc, char **argv)
+{
+    char tp[4096];
+    if (argc < 2 || cli_wants_help(argc, argv))
+        return fleet_usage(argc < 2 ? stderr : stdout);
+    if (strcmp(argv[1], "init") == 0)
+        return fleet_init(c, argc, argv);
+    if (strcmp(argv[1], "enroll") == 0)
+        return fleet_enroll(c, argc, argv);
+    if (strcmp(argv[1], "trust") == 0 && argc == 3) {
+        char *pem = read_text(argv[2], "the CA certificate");
+        int rc = pem ? trust_add(fleet_path(c, "fleet.ca", ".ca.pem", tp, sizeof tp), pem) : -1;
+        free(pem);
+        return rc ? CLI_FAIL : CLI_OK;
+    }
+    return fleet_usage(stderr);
+}
+
+/* ------------------------------------------------------------------ serve / sync */
+
+/* What every peer command needs: the TLS conf and the trust set. */
+struct fleet_ctx {
+    struct net_peer_conf *conf;
+    struct net_trust *trust;
+};
+
+static void fleet_ctx_free(struct fleet_ctx *f)
+{
+    net_peer_conf_free(f->conf);
+    net_trust_free(f->trust);
+}
+
+static int fleet_ctx_load(struct cli *c, int is_server, int timeout_ms, struct fleet_ctx *f)
+{
+    char kp[4096], cp[4096], tp[4096], err[320];
+    char *ca = NULL, *cert = NULL, *key = NULL;
+    int rc = -1;
+    memset(f, 0, sizeof *f);
+    if (!(ca = read_text(fleet_path(c, "fleet.ca", ".ca.pem", tp, sizeof tp), "the trusted fleet CAs (`kope fleet trust`)")) ||
+        !(cert = read_text(fleet_path(c, "fleet.cert", ".crt", cp, sizeof cp), "this device's certificate (`kope fleet enroll`)")) ||
+        !(key = read_text(cli_key_path(c, kp, sizeof kp), "this device's key (`kope init`)")))
+        goto out;
+    if (net_peer_conf_new(is_server, ca, cert, key, timeout_ms, &f->conf, err, sizeof err) ||
+        net_trust_new(ca, &f->trust, err, sizeof err)) {
+        fprintf(stderr, "kope: %s\n", err);
+        goto out;
+    }
+    rc = 0;
+out:
+    if (key) {
+        net_wipe(key, strlen(key));
+        free(key);
+    }
+    free(ca);
+    free(cert);
+    if (rc)
+        fleet_ctx_free(f);
+    return rc;
+}
+
+/* "host:port" or "[v6]:port" into parts. */
+static int split_hostport(const char *s, char *host, size_t hcap, char *port, size_t pcap)
+{
+    const char *colon = strrchr(s, ':');
+    if (!colon || !colon[1] || strlen(colon + 1) >= pcap)
+        return -1;
+    const char *h = s;
+    size_t hl = (size_t)(colon - s);
+    if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']')
+        h++, hl -= 2;
+    if (hl >= hcap)
+        return -1;
+    memcpy(host, h, hl);
+    host[hl] = '\0';
+    snprintf(port, pcap, "%s", colon + 1);
+    return strspn(port, "0123456789") == strlen(port) ? 0 : -1;
+}
+
+static volatile sig_atomic_t serve_stop_sig;
+static volatile int serve_stop;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    serve_stop_sig = 1;
+    serve_stop = 1;
+}
+
+int cli_serve(struct cli *c, int argc, char **argv)
+{
+    const char *listen = NULL;
+    int timeout_ms = 30000, max_conns = 16;
+    char host[256], port[16], err[320];
+    if (cli_wants_help(argc, argv)) {
+        printf("usage: kope serve [--listen HOST:PORT] [--timeout-ms N] [--max-conns N]\n"
+               "\n"
+               "Serves peer sync over mutual TLS until interrupted: any peer holding a\n"
+               "certificate from a trusted fleet CA may exchange records (docs/SYNC.md).\n"
+               "One log line per session on stderr. Default listen: config sync.listen,\n"
+               "else 0.0.0.0:7443 (port 0 picks a free one; the line \"listening on\" says which).\n"
+               "  --timeout-ms N  idle timeout per peer (default 30000)\n"
+               "  --max-conns N   sessions at once (default 16)\n");
+        return CLI_OK;
+    }
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--listen") == 0 && i + 1 < argc)
+            listen = argv[++i];
+        else if (strcmp(argv[i], "--timeout-ms") == 0 && i + 1 < argc)
+            timeout_ms = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--max-conns") == 0 && i + 1 < argc)
+            max_conns = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "kope serve: unexpected argument '%s' (see `kope serve --help`)\n", argv[i]);
+            return CLI_USAGE;
+        }
+    }
+    struct kope_config *cfg = cli_config(c);
+    if (!cfg)
+        return CLI_FAIL;
+    if (!listen)
+        listen = kope_config_str(cfg, "sync.listen", "0.0.0.0:7443");
+    if (split_hostport(listen, host, sizeof host, port, sizeof port) || timeout_ms <= 0 || max_conns <= 0) {
+        fprintf(stderr, "kope serve: --listen wants HOST:PORT, timeouts and counts are positive\n");
+        return CLI_USAGE;
+    }
+    /* Sign our head once so what we have made so far can leave (the
+     * session threads never sign). */
+    struct graph g;
+    if (cli_graph_open(c, &g, 1))
+        return CLI_FAIL;
+    int rc = graph_checkpoint(&g);
+    graph_free(&g);
+    if (rc) {
+        fprintf(stderr, "kope serve: %s\n", kope_strerror(rc));
+        return CLI_FAIL;
+    }
+    struct fleet_ctx f;
+    if (fleet_ctx_load(c, 1, timeout_ms, &f))
+        return CLI_FAIL;
+    struct net_peer_listener *l = NULL;
+    int bound = 0;
+    if (net_peer_listen(host, port, &l, &bound, err, sizeof err)) {
+        fprintf(stderr, "kope serve: %s: %s\n", listen, err);
+        fleet_ctx_free(&f);
+        return CLI_FAIL;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    fprintf(stderr, "kope serve: listening on %s:%d\n", host, bound);
+    struct sync_server srv;
+    memset(&srv, 0, sizeof srv);
+    srv.db_path = c->db_path;
+    srv.conf = f.conf;
+    srv.listener = l;
+    srv.opts.trust = f.trust;
+    srv.max_conns = max_conns;
+    srv.log = stderr;
+    srv.stop = &serve_stop;
+    sync_serve(&srv);
+    fprintf(stderr, "kope serve: stopped\n");
+    net_peer_listener_close(l);
+    fleet_ctx_free(&f);
+    return CLI_OK;
+}
+
+static int sync_one(struct cli *c, struct fleet_ctx *f, const char *peer)
+{
+    char host[256], port[16], err[320];
+    struct net_peer *p = NULL;
+    struct sync_stats st;
+    struct sync_opts o = {f->trust, 0, NULL};
+    struct graph g;
+    if (split_hostport(peer, host, sizeof host, port, sizeof port)) {
+        fprintf(stderr, "kope sync: '%s' is not HOST:PORT\n", peer);
+        return CLI_USAGE;
+    }
+    int rc = net_peer_connect(f->conf, host, port, &p, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "kope sync: %s: %s\n", peer, err);
+        return CLI_FAIL;
+    }
+    if (cli_graph_open(c, &g, 1)) {
+        net_peer_close(p);
+        return CLI_FAIL;
+    }
+    rc = sync_session(&g, p, 1, &o, &st);
+    printf("%s (%s, %s): sent %lld (peer stored %lld), received %lld new, %lld already here, %lld rejected; %llu bytes out, %llu in\n",
+           peer, st.peer, net_peer_tls_version(p), (long long)st.sent, (long long)st.peer_accepted,
+           (long long)st.accepted, (long long)st.duplicates, (long long)st.rejected,
+           (unsigned long long)st.bytes_sent, (unsigned long long)st.bytes_received);
+    if (rc)
+        fprintf(stderr, "kope sync: %s: %s [%s]%s\n", peer, st.error[0] ? st.error : kope_strerror(rc),
+                kope_strerror(rc), net_err_retryable(rc) ? " (retry: committed runs are kept)" : "");
+    if (rc)
+        net_peer_abort(p);
+    else
+        net_peer_close(p);
+    graph_free(&g);
+    return rc ? CLI_FAIL : CLI_OK;
+}
+
+int cli_sync(struct cli *c, int argc, char **argv)
+{
+    int timeout_ms = 30000, code = CLI_OK, n = 0;
+    const char *peers[64];
+    if (cli_wants_help(argc, argv)) {
+        printf("usage: kope sync [PEER ...] [--timeout-ms N]\n"
+               "\n"
+               "Exchanges records with each PEER (HOST:PORT running `kope serve`), or with\n"
+               "every peer of the config's \"peers\" list: both sides end with the union of\n"
+               "what both had that is signed by an enrolled device of a trusted fleet.\n"
+               "A cut link loses nothing: sync again and it resumes (docs/SYNC.md).\n");
+        return CLI_OK;
+    }
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--timeout-ms") == 0 && i + 1 < argc)
+            timeout_ms = atoi(argv[++i]);
+        else if (argv[i][0] == '-' || n >= 64) {
+            fprintf(stderr, "kope sync: unexpected argument '%s' (see `kope sync --help`)\n", argv[i]);
+            return CLI_USAGE;
+        } else
+            peers[n++] = argv[i];
+    }
+    struct kope_config *cfg = cli_config(c);
+    if (!cfg)
+        return CLI_FAIL;
+    if (!n) {
+        const cJSON *l = kope_config_node(cfg, "peers"), *e;
+        cJSON_ArrayForEach(e, l)
+        {
+            if (cJSON_IsString(e) && n < 64)
+                peers[n++] = e->valuestring;
+        }
+    }
+    if (!n) {
+        fprintf(stderr, "kope sync: no peers: name one, or list them in the config's \"peers\"\n");
+        return CLI_USAGE;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    struct fleet_ctx f;
+    if (fleet_ctx_load(c, 0, timeout_ms > 0 ? timeout_ms : 30000, &f))
+        return CLI_FAIL;
+    for (int i = 0; i < n; i++) {
+        int r = sync_one(c, &f, peers[i]);
+        if (r && code == CLI_OK)
+            code = r;
+    }
+    fleet_ctx_free(&f);
+    return code;
+}

@@ -1,0 +1,91 @@
+/*
+ * core/sync.h - peer sync of graph shards (docs/SYNC.md): one session over
+ * a mutually authenticated connection (net/peer.h), and the server loop.
+ *
+ * A session exchanges HELLO and version VECTOR frames, then each side sends
+ * the records the other lacks (graph_export with the peer's vector as
+ * "since", one shard line per LINE frame, ending in END) and the other
+ * feeds them to the importer (graph_importer_*) under the fleet trust
+ * policy: a run of records is stored only when a checkpoint signed by its
+ * origin, carrying a certificate issued by a trusted CA for that origin's
+ * key, covers it. The client sends first; then the server.
+ *
+ * Nothing here trusts the peer: every frame is checked (net/sync_frame.h),
+ * every record is checked (core/graph.c), every wait has a timeout.
+ *
+ * Ownership: everything is borrowed; sync_stats is filled by the callee.
+ */
+#ifndef KOPE_SYNC_H
+#define KOPE_SYNC_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define SYNC_PROTO_VERSION 1      /* this kope speaks 1 .. SYNC_PROTO_VERSION */
+#define SYNC_PROTO_MIN 1
+#ifndef SYNC_MAX_PENDING
+#define SYNC_MAX_PENDING 262144   /* records held for one run before its checkpoint */
+#endif
+#ifndef SYNC_VECTOR_ENTRIES_MAX
+#define SYNC_VECTOR_ENTRIES_MAX 10000
+#endif
+
+struct graph;
+struct net_peer;
+struct net_peer_conf;
+struct net_peer_listener;
+struct net_trust;
+
+struct sync_opts {
+    struct net_trust *trust;  /* required: the fleet CAs records must chain to */
+    int64_t max_pending;      /* 0 = SYNC_MAX_PENDING */
+    const char *since_override; /* tests only: send as if the peer had this vector */
+};
+
+struct sync_stats {
+    int64_t sent;             /* records we sent */
+    int64_t accepted;         /* records we stored from the peer */
+    int64_t duplicates;
+    int64_t rejected;
+    int64_t peer_accepted;    /* what the peer reported storing of ours */
+    int64_t peer_rejected;
+    int64_t lies;             /* origins the peer's vector overstated */
+    uint64_t bytes_sent, bytes_received;
+    int proto;                /* negotiated protocol version */
+    char peer[64];            /* the peer certificate's CN */
+    char error[320];          /* first failure, for the log line */
+};
+
+/* Run one session on an established connection. is_client: 1 for the side
+ * that connected (it sends its delta first). Returns 0 when the exchange
+ * completed and nothing was rejected; a protocol/network failure code
+ * (NET_ERR_*), or the importer's first failure (KOPE_ERR_*), otherwise;
+ * records committed before a failure stay (resume = sync again). */
+int sync_session(struct graph *g, struct net_peer *p, int is_client, const struct sync_opts *o,
+                 struct sync_stats *st);
+
+/* The server: accept connections until *stop is set, serving each in its
+ * own thread with its own store handle (db_path), at most max_conns at once
+ * (more are closed at once). Sessions never sign (the serving process does
+ * not hold the device key open in its threads). on_session, if set, sees
+ * every session's outcome (after the log line). Returns when stopped and
+ * every session has ended. */
+struct sync_server {
+    const char *db_path;
+    struct net_peer_conf *conf;
+    struct net_peer_listener *listener;
+    struct sync_opts opts;
+    int max_conns;            /* 0 = 16 */
+    FILE *log;                /* one line per session; NULL = stderr */
+    volatile int *stop;
+    void (*on_session)(void *ctx, int rc, const struct sync_stats *st);
+    void *ctx;
+    int active;               /* internal: sessions running */
+};
+int sync_serve(struct sync_server *s);
+
+/* The fleet trust policy for graph_import_opts (ctx = struct net_trust *). */
+int sync_trust_check(void *ctx, const uint8_t origin[32], const uint8_t *pubkey, size_t pubkey_len,
+                     const char *cert_hex, char *why, size_t why_cap);
+
+#endif /* KOPE_SYNC_H */
