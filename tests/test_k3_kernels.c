@@ -122,12 +122,12 @@ static void test_points_print_and_parse(void **state)
     t = k3_template_for(PLAT_OP_ADD);
     k3_point_default(t, v);
     assert_int_equal(k3_point_defines(t, v, defs, sizeof defs), 0);
-    assert_string_equal(defs, "-DOP=OP_ADD -DLMUL=4 -DUNROLL=2");
+    assert_string_equal(defs, "-DOP=OP_ADD -DLMUL=8 -DUNROLL=2");
     size_t len = 0;
     char *src = k3_point_source(t, v, &len);
     assert_non_null(src);
     assert_int_equal(strlen(src), len);
-    assert_non_null(strstr(src, "#define OP OP_ADD\n#define LMUL 4\n#define UNROLL 2\n"));
+    assert_non_null(strstr(src, "#define OP OP_ADD\n#define LMUL 8\n#define UNROLL 2\n"));
     assert_non_null(strstr(src, "KOPE_KERNEL"));
     /* only the headers a candidate may include */
     for (const char *p = strstr(src, "#include"); p; p = strstr(p + 1, "#include")) {

@@ -37,7 +37,7 @@
 #define OP OP_EXP
 #endif
 #ifndef LMUL
-#define LMUL 2
+#define LMUL 4
 #endif
 #ifndef EXP_POLY
 #define EXP_POLY 7

@@ -22,10 +22,10 @@
 #define OP OP_ADD
 #endif
 #ifndef LMUL
-#define LMUL 4
+#define LMUL 8
 #endif
 #ifndef UNROLL
-#define UNROLL 1
+#define UNROLL 2
 #endif
 #if LMUL != 1 && LMUL != 2 && LMUL != 4 && LMUL != 8
 #error "LMUL must be 1, 2, 4 or 8"

@@ -29,7 +29,7 @@
 #define OP OP_SUM
 #endif
 #ifndef LMUL
-#define LMUL 4
+#define LMUL 8
 #endif
 #ifndef ACC
 #define ACC 1

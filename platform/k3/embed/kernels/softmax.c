@@ -20,7 +20,7 @@
 #include "kernel_abi.h"
 
 #ifndef LMUL
-#define LMUL 2
+#define LMUL 4
 #endif
 #ifndef PASSES
 #define PASSES 3
