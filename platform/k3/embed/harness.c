@@ -828,8 +828,13 @@ int main(int argc, char **argv)
             else if ((g_family == 2 || op_rowwise(g_op)) && task.rows > 1) task.rows = (task.rows + 1) / 2;
             else break;
         }
-        if (task.batch != b0 || task.m != m0 || task.rows != r0 || task.n != n0)
+        if (task.batch != b0 || task.m != m0 || task.rows != r0 || task.n != n0) {
             snprintf(task.label, sizeof task.label, "task-scaled");
+            /* figures (icount included) are then for this shape, and say so */
+            report("method shape-scaled-to batch=%zu m=%zu n=%zu k=%zu rows=%zu cols=%zu "
+                   "(emulation work cap %.0f)\n", task.batch, task.m, task.n, task.k, task.rows,
+                   task.cols, max_work);
+        }
     }
 
     size_t v1 = 8, v8 = 64;
