@@ -51,9 +51,13 @@ int cli_llm(struct cli *c, int argc, char **argv);   /* core/cli_llm.c */
 int cli_tasks(struct cli *c, int argc, char **argv);   /* core/cli_k3.c */
 int cli_measure(struct cli *c, int argc, char **argv); /* core/cli_k3.c */
 int cli_probe(struct cli *c, int argc, char **argv);   /* core/cli_probe.c */
+int cli_context(struct cli *c, int argc, char **argv); /* core/cli_context.c */
 int cli_serve(struct cli *c, int argc, char **argv);   /* core/cli_sync.c */
 int cli_sync(struct cli *c, int argc, char **argv);    /* core/cli_sync.c */
 int cli_fleet(struct cli *c, int argc, char **argv);   /* core/cli_sync.c */
+int cli_run(struct cli *c, int argc, char **argv);     /* core/cli_run.c */
+int cli_queue(struct cli *c, int argc, char **argv);   /* core/cli_run.c */
+int cli_report(struct cli *c, int argc, char **argv);  /* core/cli_report.c */
 /* Target settings from the config (platform.k3.*), for commands that open a
  * platform (core/cli_k3.c). */
 struct plat_settings;

@@ -28,9 +28,9 @@ static int is_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n'
 /* Tokens of a letter run of n bytes (UTF-8 continuation bytes count too). */
 static size_t word_cost(size_t n, int has_upper_inside)
 {
-    if (n <= 6)
+    if (n <= 8)
         return 1;
-    size_t t = (n + 3) / 5; /* about 5 letters per token for longer words */
+    size_t t = (n + 4) / 6; /* about 5 letters per token for longer words */
     if (has_upper_inside)   /* camelCase / identifiers_with_parts split more */
         t++;
     return t < 1 ? 1 : t;

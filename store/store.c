@@ -27,6 +27,7 @@ enum stmt_id {
     S_ORIGIN_GET, S_ORIGIN_EACH, S_ORIGIN_CKPT,
     S_BLOB_INS, S_BLOB_GET, S_BLOB_HAS,
     S_META_GET, S_META_SET,
+    S_TASK_KEYS,
     S_N
 };
 
@@ -65,6 +66,9 @@ static const char *const stmt_sql[S_N] = {
     [S_META_GET] = "SELECT value FROM meta WHERE key = ?1",
     [S_META_SET] = "INSERT INTO meta(key, value) VALUES(?1, ?2) "
                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+    [S_TASK_KEYS] = "SELECT r.id, t.op, t.target, t.dtype, t.n, t.rows, t.cols, t.m, t.k, t.batch"
+                    " FROM task_keys t JOIN records r ON r.rid = t.rid"
+                    " WHERE t.op = ?1 ORDER BY t.rid DESC LIMIT ?2",
 };
 
 /* Per-kind record counts added in the open transaction: written to
@@ -188,6 +192,37 @@ static const char *const migrations[] = {
      * backfilled from the records already stored. */
     "CREATE TABLE kind_counts(kind TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;"
     "INSERT INTO kind_counts(kind, n) SELECT kind, count(*) FROM records GROUP BY kind;",
+    /* 2 -> 3: the retrieval keys of every task record (op, dtype, shape,
+     * target), so the context manager finds similar tasks through an index
+     * instead of parsing every task's JSON (core/retrieve.c). Kept by a
+     * trigger, so imports and sync fill it too; backfilled here. A task
+     * body without an op gets no row. */
+    "CREATE TABLE task_keys(rid INTEGER PRIMARY KEY REFERENCES records(rid),"
+    "  op TEXT NOT NULL, target TEXT NOT NULL, dtype TEXT,"
+    "  n INTEGER, rows INTEGER, cols INTEGER, m INTEGER, k INTEGER, batch INTEGER);"
+    "CREATE INDEX task_keys_op ON task_keys(op, rid);"
+    "CREATE TRIGGER records_task_keys AFTER INSERT ON records"
+    "  WHEN NEW.kind = 'task' AND json_valid(NEW.canon)"
+    "   AND json_type(NEW.canon, '$.body.op') = 'text' BEGIN"
+    "  INSERT OR IGNORE INTO task_keys(rid, op, target, dtype, n, rows, cols, m, k, batch)"
+    "  VALUES(NEW.rid, json_extract(NEW.canon, '$.body.op'), NEW.target,"
+    "   json_extract(NEW.canon, '$.body.dtype'), json_extract(NEW.canon, '$.body.shape.n'),"
+    "   json_extract(NEW.canon, '$.body.shape.rows'), json_extract(NEW.canon, '$.body.shape.cols'),"
+    "   json_extract(NEW.canon, '$.body.shape.m'), json_extract(NEW.canon, '$.body.shape.k'),"
+    "   json_extract(NEW.canon, '$.body.shape.batch'));"
+    "END;"
+    "INSERT INTO task_keys(rid, op, target, dtype, n, rows, cols, m, k, batch)"
+    "  SELECT rid, json_extract(canon, '$.body.op'), target, json_extract(canon, '$.body.dtype'),"
+    "   json_extract(canon, '$.body.shape.n'), json_extract(canon, '$.body.shape.rows'),"
+    "   json_extract(canon, '$.body.shape.cols'), json_extract(canon, '$.body.shape.m'),"
+    "   json_extract(canon, '$.body.shape.k'), json_extract(canon, '$.body.shape.batch')"
+    "  FROM records WHERE kind = 'task' AND json_valid(canon)"
+    "   AND json_type(canon, '$.body.op') = 'text';",
+    /* 3 -> 4: `graph stats` reports blob bytes from this covering index
+     * instead of walking every blob row (each on its own page): on a
+     * 100,000-record store that walk alone cost the stats command 8 MiB of
+     * page cache. */
+    "CREATE INDEX blobs_size ON blobs(size);",
 };
 _Static_assert(sizeof migrations / sizeof migrations[0] == STORE_SCHEMA_VERSION,
                "one migration per schema version");
@@ -689,6 +724,36 @@ int store_meta_set(struct store *st, const char *key, const char *value)
     sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 2, value, -1, SQLITE_STATIC);
     return step_done(st, s);
+}
+
+/* --------------------------------------------------------------- task keys */
+
+int store_task_keys(struct store *st, const char *op, int limit, store_task_key_cb *cb, void *ctx)
+{
+    sqlite3_stmt *s = stmt(st, S_TASK_KEYS);
+    if (!s)
+        return STORE_ERR_SQL;
+    sqlite3_bind_text(s, 1, op, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 2, limit);
+    int rc, out = 0;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        struct store_task_key k;
+        memset(&k, 0, sizeof k);
+        copy32(s, 0, k.id, NULL);
+        k.op = (const char *)sqlite3_column_text(s, 1);
+        k.target = (const char *)sqlite3_column_text(s, 2);
+        k.dtype = (const char *)sqlite3_column_text(s, 3);
+        int64_t *dims[6] = {&k.n, &k.rows, &k.cols, &k.m, &k.k, &k.batch};
+        for (int i = 0; i < 6; i++)
+            *dims[i] = sqlite3_column_int64(s, 4 + i);
+        if ((out = cb(ctx, &k)) != 0)
+            break;
+    }
+    if (!out && rc != SQLITE_DONE && rc != SQLITE_ROW)
+        out = fail(st, rc);
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return out;
 }
 
 /* --------------------------------------------------------------- stats */

@@ -30,7 +30,7 @@ enum store_err {
     STORE_ERR_READONLY = -108,
 };
 
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 4
 
 struct store;
 
@@ -113,6 +113,19 @@ int store_blob_has(struct store *st, const uint8_t hash[32]);
 /* *value heap, owned by caller; STORE_ERR_NOTFOUND if absent. */
 int store_meta_get(struct store *st, const char *key, char **value);
 int store_meta_set(struct store *st, const char *key, const char *value);
+
+/* --- task keys: what retrieval matches on (schema 3) --------------------- *
+ * One row per task record whose body has a string "op": its target, dtype
+ * and shape dimensions (0 when absent), kept by a trigger on insert. */
+struct store_task_key {
+    uint8_t id[32];       /* the task record */
+    const char *op, *target, *dtype; /* dtype may be NULL */
+    int64_t n, rows, cols, m, k, batch;
+};
+typedef int store_task_key_cb(void *ctx, const struct store_task_key *k);
+/* The task keys of op, newest first, at most limit rows; cb as for
+ * store_rec_query (a non-zero return stops the walk and is returned). */
+int store_task_keys(struct store *st, const char *op, int limit, store_task_key_cb *cb, void *ctx);
 
 /* --- stats --------------------------------------------------------------- */
 struct store_stats {

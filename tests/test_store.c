@@ -62,7 +62,7 @@ static void test_migrates_version1_file_with_data(void **s)
         " (x'a3', 3, 1, 3, 'task', 'k3', '{}');", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
     assert_int_equal(store_open(p, &st, err, sizeof err), 0);
-    assert_int_equal(store_schema_version(st), 2);
+    assert_int_equal(store_schema_version(st), STORE_SCHEMA_VERSION);
     struct store_stats ss;
     assert_int_equal(store_stats_get(st, &ss), 0);
     assert_int_equal(ss.n_records, 3); /* backfilled by the 1 -> 2 migration */
