@@ -55,6 +55,9 @@ int cli_context(struct cli *c, int argc, char **argv); /* core/cli_context.c */
 int cli_serve(struct cli *c, int argc, char **argv);   /* core/cli_sync.c */
 int cli_sync(struct cli *c, int argc, char **argv);    /* core/cli_sync.c */
 int cli_fleet(struct cli *c, int argc, char **argv);   /* core/cli_sync.c */
+int cli_run(struct cli *c, int argc, char **argv);     /* core/cli_run.c */
+int cli_queue(struct cli *c, int argc, char **argv);   /* core/cli_run.c */
+int cli_report(struct cli *c, int argc, char **argv);  /* core/cli_report.c */
 /* Target settings from the config (platform.k3.*), for commands that open a
  * platform (core/cli_k3.c). */
 struct plat_settings;

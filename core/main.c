@@ -35,6 +35,9 @@ static const struct command commands[] = {
     {"serve", cli_serve, "serve peer sync over mutual TLS: [--listen HOST:PORT]"},
     {"sync", cli_sync, "exchange records with peers: [HOST:PORT ...] (default: config peers)"},
     {"fleet", cli_fleet, "fleet certificates: init | enroll NAME | trust CERT"},
+    {"run", cli_run, "optimize a suite's kernels: tuner or LLM, every trial recorded"},
+    {"queue", cli_queue, "the durable LLM call queue: list | flush | drop ID"},
+    {"report", cli_report, "write the results as one self-contained HTML page: --html FILE"},
     {"version", cmd_version, "print version and build information"},
     {"help", cmd_help, "show this help, or `kope help COMMAND`"},
 };

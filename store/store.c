@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include <sqlite3.h>
+#include "store/store_int.h"
 
 #include "store/store.h"
 
@@ -845,4 +846,18 @@ int store_set_cache_bytes(struct store *st, int64_t bytes)
     char sql[64];
     snprintf(sql, sizeof sql, "PRAGMA cache_size = %lld", -(long long)(bytes / 1024));
     return exec_sql(st, sql);
+}
+
+/* --------------------------------------------------- internal accessors */
+
+/* For the other files of store/ (store/store_int.h): the SQLite handle and
+ * the error mapping, so the queue and run-state code can live in its own file. */
+sqlite3 *store_int_db(struct store *st)
+{
+    return st->db;
+}
+
+int store_int_fail(struct store *st, int sqlrc)
+{
+    return fail(st, sqlrc);
 }
