@@ -144,7 +144,8 @@ struct plat_settings {
     const char *cc;            /* compiler command, may hold words ("clang-19 --target=..."); NULL = detect */
     const char *cflags;        /* candidate flags; NULL = "-O3" + the target's -march */
     const char *runner;        /* command prefix to run target code; NULL = detect, "" = run directly */
-    const char *work_dir;      /* where builds go; NULL = a fresh dir under $TMPDIR */
+    const char *work_dir;      /* a fresh build dir is made inside it per open (removed at close);
+                                  NULL = $TMPDIR or /tmp */
     const char *deps_sysroot;  /* riscv64 static deps (OpenBLAS); NULL = look in build/deps */
     const char *icount_plugin; /* qemu TCG plugin .so counting kernel instructions;
                                   NULL = look next to the binary, "" = none */

@@ -400,18 +400,19 @@ static int k3_open(struct platform *p)
                        "runner '%.200s' not found in PATH (install qemu-user, or set platform.k3.runner)",
                        k->runner);
 
-    if (s->work_dir && *s->work_dir) {
-        if (strlen(s->work_dir) >= sizeof k->work)
-            return set_err(p, PLAT_ERR_WORKDIR, "work dir path too long (max %zu)", sizeof k->work - 1);
-        snprintf(k->work, sizeof k->work, "%s", s->work_dir);
-        mkdir(k->work, 0700);
-    } else {
-        const char *tmp = getenv("TMPDIR");
-        snprintf(k->work, sizeof k->work, "%.150s/kope-k3-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-        if (!mkdtemp(k->work))
-            return set_err(p, PLAT_ERR_WORKDIR, "mkdtemp %.300s: %.100s", k->work, strerror(errno));
-        k->own_work = 1;
-    }
+    /* A fresh directory per open platform, inside the configured work dir
+     * or $TMPDIR: two kope processes never share build files. */
+    const char *base = s->work_dir && *s->work_dir ? s->work_dir : getenv("TMPDIR");
+    if (!base || !*base)
+        base = "/tmp";
+    if (strlen(base) > 150)
+        return set_err(p, PLAT_ERR_WORKDIR, "work dir path too long (max 150): %.200s", base);
+    if (s->work_dir && *s->work_dir)
+        mkdir(base, 0700); /* may exist */
+    snprintf(k->work, sizeof k->work, "%s/kope-k3-XXXXXX", base);
+    if (!mkdtemp(k->work))
+        return set_err(p, PLAT_ERR_WORKDIR, "mkdtemp %.300s: %.100s", k->work, strerror(errno));
+    k->own_work = 1;
     snprintf(k->rt, sizeof k->rt, "%s/rt", k->work);
     if (mkdir(k->rt, 0700) != 0 && errno != EEXIST)
         return set_err(p, PLAT_ERR_WORKDIR, "mkdir %.300s: %.100s", k->rt, strerror(errno));
@@ -438,7 +439,9 @@ static int k3_describe(struct platform *p, struct plat_desc *out)
     snprintf(out->name, sizeof out->name, "k3");
     snprintf(out->arch, sizeof out->arch, "riscv64");
     snprintf(out->isa, sizeof out->isa, "rv64gcv_zba_zbb_zbs");
-    out->vlen_bits = k->emulated ? 256 : 0; /* natively: from `kope probe` */
+    /* emulated: the runner's vlen= (256 by default); natively `kope probe` says */
+    const char *vl = strstr(k->runner, "vlen=");
+    out->vlen_bits = k->emulated ? (vl ? atoi(vl + 5) : 128) : 0;
     out->emulated = k->emulated;
     snprintf(out->cc, sizeof out->cc, "%.150s %.100s", k->cc, k->cflags);
     snprintf(out->runner, sizeof out->runner, "%.250s", k->runner);
