@@ -1,0 +1,521 @@
+/*
+ * tests/test_context.c - Active Context Management and retrieval
+ * (core/context.c, core/retrieve.c, core/tokens.c calibration, the
+ * task_keys index of store/).
+ *
+ * Determinism (byte-identical prompts, also from a second handle on the
+ * same file), the budget (never exceeded, at several sizes), the hot tier's
+ * trimming order (oldest feedback first, then cuts), retrieval ranking on
+ * measured keys (op, log shape, bound class, target), cross-target labels,
+ * correctness vs speed weighting, passive mode (full history, larger), the
+ * calibration factor, and `kope context` through the real binary.
+ */
+#include "testutil.h"
+
+#include <math.h>
+
+#include "core/context.h"
+#include "core/err.h"
+#include "core/retrieve.h"
+#include "core/task.h"
+#include "core/tokens.h"
+#include "core/util.h"
+#include "context_fixture.h"
+
+static uint8_t T_SILU_K3[32], T_SILU_K3_BIG[32], T_SILU_ASC[32], T_SIG_K3[32], T_GEMM_K3[32],
+    T_SILU_OWN[32];
+static uint8_t D_OWN_BEST[32];
+
+/* The graph every test reads: built once per test (fresh file). */
+static void build_graph(struct fx *f, const char *name)
+{
+    fx_open(f, tpath("%s.db", name), tpath("%s.key", name));
+    assert_int_equal(graph_begin(&f->g), 0);
+    char *src1 = fx_source(1, 20), *src2 = fx_source(2, 24), *src3 = fx_source(3, 8);
+    uint8_t d1[32], d2[32];
+    /* the same op and shape on k3: a path to 3.1x and a tail failure */
+    fx_task(f, "k3", "silu-4096-a", "silu", "{\"n\":4096}", T_SILU_K3);
+    fx_attempt(f, "k3", T_SILU_K3, NULL, "lmul4", src1, "pass", 1.4, 0.30, NULL, d1);
+    fx_attempt(f, "k3", T_SILU_K3, d1, "lmul4,exp-poly5", src2, "pass", 3.1, 0.62, NULL, d2);
+    fx_attempt(f, "k3", T_SILU_K3, d2, "lmul8,acc-ta", src3, "wrong_result",
+               -1, -1, "case n=VL+1: max_rel 0.41 (tail-agnostic accumulator)", NULL);
+    /* same op, much bigger shape on k3 */
+    fx_task(f, "k3", "silu-1m", "silu", "{\"n\":1048576}", T_SILU_K3_BIG);
+    fx_attempt(f, "k3", T_SILU_K3_BIG, NULL, "lmul2", src1, "pass", 2.0, 0.5, NULL, NULL);
+    /* same op and shape on ascend: faster there, plus a failure */
+    fx_task(f, "ascend", "silu-4096-asc", "silu", "{\"n\":4096}", T_SILU_ASC);
+    fx_attempt(f, "ascend", T_SILU_ASC, NULL, "ub-tile-8k", src1, "pass", 9.0, 0.80, NULL, NULL);
+    fx_attempt(f, "ascend", T_SILU_ASC, NULL, "exp-fast", src2, "nan_inf", -1, -1,
+               "exp overflow for x < -88 (no clamp)", NULL);
+    /* another op of the family */
+    fx_task(f, "k3", "sigmoid-4096", "sigmoid", "{\"n\":4096}", T_SIG_K3);
+    fx_attempt(f, "k3", T_SIG_K3, NULL, "rec7-newton1", src3, "wrong_result", -1, -1,
+               "one Newton step: rtol 1e-4 exceeded", NULL);
+    /* another family: never retrieved for silu */
+    fx_task(f, "k3", "gemm-512", "gemm", "{\"m\":512,\"n\":512,\"k\":512}", T_GEMM_K3);
+    fx_attempt(f, "k3", T_GEMM_K3, NULL, "mr4-lmul2", src2, "pass", 6.0, 0.7, NULL, NULL);
+    /* the task being optimized, with history of its own */
+    fx_task(f, "k3", "silu-4864", "silu", "{\"n\":4864}", T_SILU_OWN);
+    fx_attempt(f, "k3", T_SILU_OWN, NULL, "lmul1", src1, "pass", 1.1, -1, NULL, D_OWN_BEST);
+    fx_attempt(f, "k3", T_SILU_OWN, D_OWN_BEST, "lmul1,vfdiv", src2, "compile_error", -1, -1,
+               "error: implicit declaration of function '__riscv_vfdiv_vv_f32m9'", NULL);
+    assert_int_equal(graph_commit(&f->g), 0);
+    free(src1);
+    free(src2);
+    free(src3);
+}
+
+static struct plat_task silu_task(uint64_t n)
+{
+    struct plat_task t;
+    memset(&t, 0, sizeof t);
+    snprintf(t.name, sizeof t.name, "silu-%llu", (unsigned long long)n);
+    t.op = PLAT_OP_SILU;
+    t.family = PLAT_FAM_ACTIVATION;
+    t.n = n;
+    t.rtol = 1e-4;
+    t.atol = 1e-5;
+    return t;
+}
+
+static const char BEST_SRC[] =
+    "#include <riscv_vector.h>\n#include \"kernel_abi.h\"\n"
+    "void kope_kernel(size_t rows, size_t cols, const float *x, float *out,\n"
+    "                 const float *g, const float *b, const struct kope_scalars *s)\n"
+    "{ /* the current best */ }\n";
+
+static void request(struct ctx_request *rq, const struct plat_task *t)
+{
+    ctx_request_init(rq);
+    rq->task = t;
+    rq->task_id = T_SILU_OWN;
+    rq->best_source = BEST_SRC;
+    rq->best_summary = "pass, 1.10x vs scalar-O2";
+    rq->parent_decision = D_OWN_BEST;
+}
+
+static const struct ctx_item *find_item(const struct ctx_prompt *p, const char *ref_prefix)
+{
+    for (size_t i = 0; i < p->n_items; i++)
+        if (strncmp(p->items[i].ref, ref_prefix, strlen(ref_prefix)) == 0)
+            return &p->items[i];
+    return NULL;
+}
+
+/* ------------------------------------------------------------ tests */
+
+static void test_deterministic(void **s)
+{
+    (void)s;
+    struct fx f;
+    build_graph(&f, "det");
+    struct plat_task t = silu_task(4864);
+    struct ctx_request rq;
+    request(&rq, &t);
+    struct ctx_feedback fb = {"verify", "wrong_result", "lmul8", "case n=9: max_rel 0.3", 0, NULL, 1};
+    rq.feedback = &fb;
+    rq.n_feedback = 1;
+    struct ctx_prompt a, b, c;
+    ctx_prompt_init(&a);
+    ctx_prompt_init(&b);
+    ctx_prompt_init(&c);
+    assert_int_equal(context_build(&f.g, &rq, &a), 0);
+    assert_int_equal(context_build(&f.g, &rq, &b), 0);
+    assert_string_equal(a.system, b.system);
+    assert_string_equal(a.user, b.user);
+    /* a second handle on the same file gives the same bytes */
+    struct store *st2;
+    char err[256];
+    assert_int_equal(store_open(tpath("det.db"), &st2, err, sizeof err), 0);
+    struct graph g2;
+    graph_init(&g2, st2);
+    assert_int_equal(context_build(&g2, &rq, &c), 0);
+    assert_string_equal(a.user, c.user);
+    assert_int_equal(a.n_tokens_raw, c.n_tokens_raw);
+    assert_int_equal(a.n_items, c.n_items);
+    for (size_t i = 0; i < a.n_items; i++)
+        assert_string_equal(a.items[i].ref, c.items[i].ref);
+    /* the reply format is asked for */
+    assert_non_null(strstr(a.system, "TAGS:"));
+    assert_non_null(strstr(a.system, "RATIONALE:"));
+    graph_free(&g2);
+    store_close(st2);
+    ctx_prompt_free(&a);
+    ctx_prompt_free(&b);
+    ctx_prompt_free(&c);
+    fx_close(&f);
+}
+
+static void test_budget_respected(void **s)
+{
+    (void)s;
+    struct fx f;
+    build_graph(&f, "budget");
+    struct plat_task t = silu_task(4864);
+    const size_t budgets[] = {CTX_BUDGET_MIN, 900, 1500, 3000, 6000, 20000};
+    size_t prev_warm_cold = 0;
+    for (size_t i = 0; i < sizeof budgets / sizeof budgets[0]; i++) {
+        struct ctx_request rq;
+        request(&rq, &t);
+        rq.budget_tokens = budgets[i];
+        struct ctx_prompt p;
+        ctx_prompt_init(&p);
+        assert_int_equal(context_build(&f.g, &rq, &p), 0);
+        size_t total = tokens_estimate_str(p.system) + tokens_estimate_str(p.user);
+        assert_int_equal(total, p.n_tokens_raw);
+        assert_true(p.n_tokens_raw <= budgets[i]);
+        assert_int_equal(p.tier_tokens[CTX_HOT] + p.tier_tokens[CTX_WARM] + p.tier_tokens[CTX_COLD] >=
+                             p.n_tokens_raw - 8, 1);
+        /* more budget never means less experience or knowledge */
+        size_t wc = p.tier_tokens[CTX_WARM] + p.tier_tokens[CTX_COLD];
+        assert_true(wc + 64 >= prev_warm_cold);
+        prev_warm_cold = wc;
+        /* the task is always there */
+        assert_non_null(strstr(p.user, "## Task"));
+        ctx_prompt_free(&p);
+    }
+    /* below the minimum: a usage error with a message */
+    struct ctx_request rq;
+    request(&rq, &t);
+    rq.budget_tokens = CTX_BUDGET_MIN - 1;
+    struct ctx_prompt p;
+    ctx_prompt_init(&p);
+    assert_int_equal(context_build(&f.g, &rq, &p), KOPE_ERR_USAGE);
+    assert_non_null(strstr(p.err, "budget"));
+    ctx_prompt_free(&p);
+    fx_close(&f);
+}
+
+static void test_hot_trimming_order(void **s)
+{
+    (void)s;
+    struct fx f;
+    build_graph(&f, "trim");
+    struct plat_task t = silu_task(4864);
+    /* five attempts with long compiler output each */
+    static char texts[5][2600];
+    struct ctx_feedback fb[5];
+    for (int i = 0; i < 5; i++) {
+        size_t off = 0;
+        while (off + 80 < sizeof texts[i])
+            off += (size_t)snprintf(texts[i] + off, sizeof texts[i] - off,
+                                    "k.c:%d:%zu: error: attempt %d unknown type vfloat32m%d_t\n",
+                                    10 + i, off, i + 1, i);
+        fb[i] = (struct ctx_feedback){"compile", "compile_error", "try", texts[i], 0, NULL, 0};
+    }
+    struct ctx_request rq;
+    request(&rq, &t);
+    rq.feedback = fb;
+    rq.n_feedback = 5;
+    rq.budget_tokens = 2500;
+    struct ctx_prompt p;
+    ctx_prompt_init(&p);
+    assert_int_equal(context_build(&f.g, &rq, &p), 0);
+    assert_true(p.n_tokens_raw <= 2500);
+    /* oldest dropped first: feedback[1] gone, the latest kept */
+    const struct ctx_item *oldest = find_item(&p, "hot:feedback[1]");
+    const struct ctx_item *latest = find_item(&p, "hot:feedback[5]");
+    assert_non_null(oldest);
+    assert_non_null(latest);
+    assert_false(oldest->chosen);
+    assert_true(latest->chosen);
+    assert_non_null(strstr(oldest->why, "oldest"));
+    /* whatever feedback survives is a suffix of the attempts */
+    int seen_chosen = 0;
+    for (int i = 1; i <= 5; i++) {
+        char ref[32];
+        snprintf(ref, sizeof ref, "hot:feedback[%d]", i);
+        const struct ctx_item *it = find_item(&p, ref);
+        assert_non_null(it);
+        if (it->chosen)
+            seen_chosen = 1;
+        else
+            assert_false(seen_chosen); /* no dropped one after a kept one */
+    }
+    assert_non_null(strstr(p.user, "Attempt 5 of 5 (latest)"));
+    assert_null(strstr(p.user, "Attempt 1 of 5"));
+    assert_non_null(strstr(p.user, "the current best"));
+    ctx_prompt_free(&p);
+
+    /* a tighter budget: the latest feedback is cut, not dropped; then the source */
+    rq.budget_tokens = CTX_BUDGET_MIN + 200;
+    ctx_prompt_init(&p);
+    assert_int_equal(context_build(&f.g, &rq, &p), 0);
+    assert_true(p.n_tokens_raw <= rq.budget_tokens);
+    latest = find_item(&p, "hot:feedback[5]");
+    assert_true(latest->chosen);
+    assert_non_null(strstr(p.user, "more bytes cut"));
+    ctx_prompt_free(&p);
+    fx_close(&f);
+}
+
+static void test_retrieval_ranking(void **s)
+{
+    (void)s;
+    struct fx f;
+    build_graph(&f, "rank");
+    struct plat_task t = silu_task(4864), big = silu_task(1048576);
+    struct plat_task sig = silu_task(4096), gemm;
+    sig.op = PLAT_OP_SIGMOID;
+    memset(&gemm, 0, sizeof gemm);
+    gemm.op = PLAT_OP_GEMM;
+    gemm.family = PLAT_FAM_MATMUL;
+    gemm.m = gemm.n = gemm.k = 512;
+    gemm.batch = 1;
+    struct plat_task same = silu_task(4096);
+    double r = RETR_NOMINAL_RIDGE;
+    /* measured keys: same op+shape > same op far shape > other op of family > other family */
+    double s_same = retrieve_similarity(&t, "f32", &same, "f32", r);
+    double s_big = retrieve_similarity(&t, "f32", &big, "f32", r);
+    double s_sig = retrieve_similarity(&t, "f32", &sig, "f32", r);
+    assert_true(s_same > 0.85); /* 4864 vs 4096: a quarter octave apart */
+    assert_true(s_same > s_big);
+    assert_true(s_same > s_sig);
+    assert_true(s_sig > 0);
+    assert_true(retrieve_similarity(&t, "f32", &gemm, "f32", r) == 0);
+    assert_true(retrieve_similarity(&t, "f32", &same, "f16", r) < s_same);
+    /* bound class from the roofline */
+    assert_int_equal(retrieve_bound(&t, r), RETR_BOUND_MEMORY);
+    assert_int_equal(retrieve_bound(&gemm, r), RETR_BOUND_COMPUTE);
+    struct plat_task gemm_small = gemm;
+    gemm_small.m = 1; /* a gemv-like gemm is memory-bound */
+    assert_true(retrieve_similarity(&gemm, "f32", &gemm_small, "f32", r) <
+                retrieve_similarity(&gemm, "f32", &gemm, "f32", r) * 0.7);
+
+    struct retr_query q;
+    memset(&q, 0, sizeof q);
+    q.task = &t;
+    q.task_id = T_SILU_OWN;
+    struct retr_result res;
+    assert_int_equal(retrieve_run(&f.g, &q, &res), 0);
+    assert_true(res.n > 0);
+    /* sorted by value */
+    for (size_t i = 1; i < res.n; i++)
+        assert_true(res.items[i - 1].value >= res.items[i].value);
+    const struct retr_item *k3_path = NULL, *asc_path = NULL, *k3_fail = NULL, *asc_fail = NULL,
+                           *own = NULL, *gemm_item = NULL;
+    char hex_k3[GRAPH_ID_HEX], hex_gemm[GRAPH_ID_HEX];
+    util_hex(T_SILU_K3, 32, hex_k3);
+    util_hex(T_GEMM_K3, 32, hex_gemm);
+    for (size_t i = 0; i < res.n; i++) {
+        const struct retr_item *it = &res.items[i];
+        int asc = strcmp(it->target, "ascend") == 0;
+        if (it->kind == RETR_OWN_HISTORY)
+            own = it;
+        if (it->kind == RETR_BEST_PATH && asc)
+            asc_path = it;
+        if (it->kind == RETR_BEST_PATH && !asc && strstr(it->text, "n=4096"))
+            k3_path = it;
+        if (it->kind == RETR_FAILURE && asc)
+            asc_fail = it;
+        if (it->kind == RETR_FAILURE && !asc && strstr(it->text, "silu n=4096"))
+            k3_fail = it;
+        if (strstr(it->text, "gemm"))
+            gemm_item = it;
+        /* cross-target items are labelled as such, and only they */
+        assert_int_equal(it->cross_target, asc);
+        if (asc)
+            assert_non_null(strstr(it->text, "FROM ANOTHER TARGET: ascend"));
+        else
+            assert_null(strstr(it->text, "ANOTHER TARGET"));
+    }
+    assert_null(gemm_item); /* another family is never retrieved */
+    assert_non_null(own);
+    assert_non_null(strstr(own->text, "compile_error"));
+    assert_non_null(k3_path);
+    assert_non_null(asc_path);
+    assert_non_null(k3_fail);
+    assert_non_null(asc_fail);
+    assert_non_null(strstr(k3_path->text, "lmul4 (pass 1.40x") );
+    assert_non_null(strstr(k3_path->text, "-> lmul4,exp-poly5 (pass 3.10x"));
+    assert_non_null(strstr(k3_fail->text, "tail-agnostic"));
+    /* speed lessons weighted to the same target: the ascend path reached 9x
+     * and a higher share, yet is worth less here */
+    assert_true(asc_path->value < k3_path->value * 0.5);
+    assert_non_null(strstr(asc_path->text, "speeds do not carry over"));
+    /* correctness lessons transfer: the ascend failure keeps most of its value */
+    assert_true(asc_fail->value >= RETR_CROSS_CORRECTNESS * k3_fail->value * 0.99);
+    assert_non_null(strstr(asc_fail->text, "correctness lesson"));
+    /* the share of peak counts: a speed lesson below our own share is halved */
+    double v_before = k3_path->value;
+    retr_result_free(&res);
+    q.best_share = 0.9;
+    assert_int_equal(retrieve_run(&f.g, &q, &res), 0);
+    for (size_t i = 0; i < res.n; i++)
+        if (res.items[i].kind == RETR_BEST_PATH && strstr(res.items[i].text, "silu n=4096") &&
+            !res.items[i].cross_target)
+            assert_true(fabs(res.items[i].value - v_before * 0.5) < 1e-9);
+    retr_result_free(&res);
+    fx_close(&f);
+}
+
+static void test_prompt_content(void **s)
+{
+    (void)s;
+    struct fx f;
+    build_graph(&f, "content");
+    struct plat_task t = silu_task(4864);
+    struct ctx_request rq;
+    request(&rq, &t);
+    struct ctx_prompt p;
+    ctx_prompt_init(&p);
+    assert_int_equal(context_build(&f.g, &rq, &p), 0);
+    /* three tiers present with a default budget */
+    assert_true(p.tier_tokens[CTX_HOT] > 0);
+    assert_true(p.tier_tokens[CTX_WARM] > 0);
+    assert_true(p.tier_tokens[CTX_COLD] > 0);
+    assert_non_null(strstr(p.user, "## Experience from the graph"));
+    assert_non_null(strstr(p.user, "## Reference notes"));
+    assert_non_null(strstr(p.user, "This task's attempts so far"));
+    assert_non_null(strstr(p.user, "Refine decision"));
+    /* exp knowledge is relevant to silu, the tail section to a wrong result */
+    assert_non_null(strstr(p.user, "exp(x)"));
+    /* Ascend C notes come only because an Ascend lesson was retrieved */
+    const struct ctx_item *asc = find_item(&p, "knowledge/ascendc.md");
+    assert_non_null(asc);
+    ctx_prompt_free(&p);
+    fx_close(&f);
+}
+
+static void test_passive_full_history(void **s)
+{
+    (void)s;
+    struct fx f;
+    build_graph(&f, "passive");
+    /* a long own history: 40 attempts with 60-line sources */
+    assert_int_equal(graph_begin(&f.g), 0);
+    uint8_t parent[32];
+    memcpy(parent, D_OWN_BEST, 32);
+    for (int i = 0; i < 40; i++) {
+        char *src = fx_source(100 + i, 60);
+        fx_attempt(&f, "k3", T_SILU_OWN, parent, "lmul2,unroll", src, i % 3 ? "pass" : "wrong_result",
+                   i % 3 ? 1.0 + i * 0.01 : -1, -1, i % 3 ? NULL : "tail", parent);
+        free(src);
+    }
+    assert_int_equal(graph_commit(&f.g), 0);
+    struct plat_task t = silu_task(4864);
+    struct ctx_request rq;
+    request(&rq, &t);
+    struct ctx_prompt act, pas;
+    ctx_prompt_init(&act);
+    ctx_prompt_init(&pas);
+    assert_int_equal(context_build(&f.g, &rq, &act), 0);
+    rq.mode = CTX_PASSIVE;
+    assert_int_equal(context_build(&f.g, &rq, &pas), 0);
+    assert_int_equal(pas.mode, CTX_PASSIVE);
+    assert_non_null(strstr(pas.user, "## Full history of this task (42 attempts)"));
+    assert_non_null(strstr(pas.user, "variant 139")); /* the last source, in full */
+    assert_non_null(strstr(pas.user, "variant 100"));
+    assert_true(pas.n_tokens_raw > 4 * act.n_tokens_raw);
+    assert_true(act.n_tokens_raw <= CTX_BUDGET_DEFAULT);
+    /* the active prompt summarises the same history without sources */
+    assert_non_null(strstr(act.user, "earlier ones omitted"));
+    assert_null(strstr(act.user, "variant 139"));
+    ctx_prompt_free(&act);
+    ctx_prompt_free(&pas);
+    fx_close(&f);
+}
+
+static void test_calibration(void **s)
+{
+    (void)s;
+    struct fx f;
+    build_graph(&f, "calib");
+    const char *ep = "https://llm.example/v1";
+    assert_true(tokens_factor(f.st, ep) == 1.0);
+    assert_true(tokens_factor(f.st, NULL) == 1.0);
+    assert_int_equal(tokens_calibrate(f.st, ep, 1000, 1200), 0);
+    assert_true(fabs(tokens_factor(f.st, ep) - 1.2) < 1e-6); /* first sample as is */
+    assert_int_equal(tokens_calibrate(f.st, ep, 1000, 1000), 0);
+    assert_true(fabs(tokens_factor(f.st, ep) - (0.75 * 1.2 + 0.25)) < 1e-6);
+    assert_int_equal(tokens_calibrate(f.st, ep, 1000, -1), 0); /* absent usage ignored */
+    assert_true(fabs(tokens_factor(f.st, ep) - 1.15) < 1e-6);
+    assert_int_equal(tokens_calibrated(f.st, ep, 100), 115);
+    /* another endpoint is separate; absurd samples are clamped */
+    assert_int_equal(tokens_calibrate(f.st, "other", 10, 100000), 0);
+    assert_true(tokens_factor(f.st, "other") == 4.0);
+    assert_true(fabs(tokens_factor(f.st, ep) - 1.15) < 1e-6);
+    /* the budget is in the endpoint's tokens */
+    struct plat_task t = silu_task(4864);
+    struct ctx_request rq;
+    request(&rq, &t);
+    rq.endpoint = ep;
+    rq.budget_tokens = 1500;
+    struct ctx_prompt p;
+    ctx_prompt_init(&p);
+    assert_int_equal(context_build(&f.g, &rq, &p), 0);
+    assert_true(p.n_tokens <= 1500);
+    assert_true(p.n_tokens >= p.n_tokens_raw);
+    assert_true(p.n_tokens_raw <= (size_t)(1500 / 1.15) + 1);
+    ctx_prompt_free(&p);
+    fx_close(&f);
+}
+
+static int key_cb(void *ctx, const struct store_task_key *k)
+{
+    int *n = ctx;
+    if (strcmp(k->op, "silu") == 0 && strcmp(k->target, "k3") == 0 && k->n == 1048576)
+        n[1]++;
+    n[0]++;
+    return 0;
+}
+
+static void test_task_keys_index(void **s)
+{
+    (void)s;
+    struct fx f;
+    build_graph(&f, "keys");
+    int n[2] = {0, 0};
+    assert_int_equal(store_task_keys(f.st, "silu", 100, key_cb, n), 0);
+    assert_int_equal(n[0], 4); /* three silu tasks on k3, one on ascend */
+    assert_int_equal(n[1], 1);
+    n[0] = n[1] = 0;
+    assert_int_equal(store_task_keys(f.st, "silu", 2, key_cb, n), 0);
+    assert_int_equal(n[0], 2); /* the limit holds */
+    n[0] = 0;
+    assert_int_equal(store_task_keys(f.st, "gemm", 100, key_cb, n), 0);
+    assert_int_equal(n[0], 1);
+    n[0] = 0;
+    assert_int_equal(store_task_keys(f.st, "nope", 100, key_cb, n), 0);
+    assert_int_equal(n[0], 0);
+    fx_close(&f);
+}
+
+static void test_cli_context(void **s)
+{
+    (void)s;
+    static char out[1 << 16];
+    const char *db = tpath("cli.db");
+    unlink(db);
+    assert_int_equal(run_cmd(out, sizeof out, "%s --db %s init", kope_bin(), db), 0);
+    assert_int_equal(run_cmd(out, sizeof out, "%s --db %s context silu-4864 --budget 2000", kope_bin(), db), 0);
+    assert_non_null(strstr(out, "# context: active, budget 2000 tokens"));
+    assert_non_null(strstr(out, "# tiers: hot "));
+    assert_non_null(strstr(out, "===== system ====="));
+    assert_non_null(strstr(out, "silu-4864: op silu"));
+    assert_non_null(strstr(out, "knowledge/"));
+    assert_int_equal(run_cmd(out, sizeof out, "%s --db %s context silu-4864 --context passive", kope_bin(), db), 0);
+    assert_non_null(strstr(out, "# context: passive, no budget"));
+    assert_int_equal(run_cmd(out, sizeof out, "%s --db %s context silu-4864 --context lazy", kope_bin(), db), 2);
+    assert_int_equal(run_cmd(out, sizeof out, "%s --db %s context silu-4864 --budget 10", kope_bin(), db), 2);
+    assert_int_equal(run_cmd(out, sizeof out, "%s --db %s context no-such-task", kope_bin(), db), 1);
+    assert_int_equal(run_cmd(out, sizeof out, "%s --db %s context", kope_bin(), db), 2);
+    assert_int_equal(run_cmd(out, sizeof out, "%s context --help", kope_bin()), 0);
+    assert_non_null(strstr(out, "--context MODE"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_budget_respected),
+        cmocka_unit_test(test_hot_trimming_order),
+        cmocka_unit_test(test_retrieval_ranking),
+        cmocka_unit_test(test_prompt_content),
+        cmocka_unit_test(test_passive_full_history),
+        cmocka_unit_test(test_calibration),
+        cmocka_unit_test(test_task_keys_index),
+        cmocka_unit_test(test_cli_context),
+    };
+    return cmocka_run_group_tests_name("context", tests, NULL, NULL);
+}
