@@ -10,7 +10,7 @@
  *     build/x86_64/gen/embed.c $S/lib/libcjson.a -o build/fuzz_task
  *   mkdir -p build/fuzz-task && build/fuzz_task -max_total_time=60 build/fuzz-task
  *
- * (The K3 ops table is stubbed below: the fuzzer never opens a platform.)
+ * (The targets' ops tables are stubbed below: the fuzzer never opens a platform.)
  * Invariants checked: a successful parse yields 1..TASK_MAX_TASKS tasks with
  * sizes >= 1 and operands within TASK_MAX_BYTES; a failed one leaves the
  * suite empty with a NUL-terminated message; the screen always terminates
@@ -26,6 +26,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 const struct platform_ops plat_k3_ops = {.name = "k3"};
+const struct platform_ops plat_ascend_ops = {.name = "ascend"};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
