@@ -427,6 +427,8 @@ int sync_session(struct graph *g, struct net_peer *p, int is_client, const struc
         if ((rc = send_delta(&s, peer_vec)) || (rc = recv_done(&s)))
             goto out;
         import_rc = recv_delta(&s);
+        if ((rc = check_claims(&s, peer_vec, our_vec)))
+            goto out;
     } else {
         if ((rc = recv_vector(&s, &peer_vec)) ||
             (rc = net_peer_frame_write(p, NET_SYNC_VECTOR, ours, strlen(ours))))
@@ -436,6 +438,8 @@ int sync_session(struct graph *g, struct net_peer *p, int is_client, const struc
             rc = import_rc;
             goto out;
         }
+        if ((rc = check_claims(&s, peer_vec, our_vec)))
+            goto out;
         if ((rc = send_delta(&s, peer_vec)) || (rc = recv_done(&s)))
             goto out;
     }
@@ -443,8 +447,6 @@ int sync_session(struct graph *g, struct net_peer *p, int is_client, const struc
         rc = import_rc;
         goto out;
     }
-    if ((rc = check_claims(&s, peer_vec, our_vec)))
-        goto out;
     rc = import_rc ? import_rc : st->lies ? NET_ERR_PEER : 0;
 out:
     if (rc && rc != NET_ERR_CLOSED && rc != NET_ERR_RESET && rc != NET_ERR_TIMEOUT && rc <= -200 && rc > -300)

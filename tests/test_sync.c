@@ -1,0 +1,1216 @@
+/*
+ * tests/test_sync.c - peer sync over real mutual TLS on loopback: a fleet
+ * CA, enrolled devices, a server (core/sync.c sync_serve) in a thread, and
+ * clients that are honest (sync_session) or lie (raw frames through
+ * net/peer.h). Each adversarial test checks that nothing unverified is
+ * stored, that the refusal names its reason, and that the server goes on
+ * serving an honest peer afterwards.
+ */
+#include "testutil.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+
+#include <cJSON.h>
+
+#include "core/buf.h"
+#include "core/canon.h"
+#include "core/err.h"
+#include "core/graph.h"
+#include "core/sync.h"
+#include "core/util.h"
+#include "net/crypto.h"
+#include "net/fleet.h"
+#include "net/neterr.h"
+#include "net/peer.h"
+#include "net/sync_frame.h"
+#include "store/store.h"
+
+/* ------------------------------------------------------------ PKI */
+
+struct ca {
+    char *key, *cert;
+};
+static struct ca fleet_ca, rogue_ca;
+
+static void ca_make(struct ca *c, const char *name)
+{
+    assert_int_equal(net_fleet_ca_make(name, 30, &c->key, &c->cert), 0);
+}
+
+/* ------------------------------------------------------------ devices */
+
+struct dev {
+    char name[32];
+    struct store *st;
+    struct graph g;
+    char *key_pem;
+    char *cert_pem;     /* TLS certificate (NULL when not enrolled) */
+    uint8_t task[32];
+    int n_dec;
+};
+
+static char *slurp(const char *path)
+{
+    char *t = NULL, err[256];
+    size_t len = 0;
+    assert_int_equal(util_read_file(path, 1 << 20, &t, &len, err, sizeof err), 0);
+    return t;
+}
+
+/* Issue a certificate for d's key from ca (validity NULL = now .. +30 days). */
+static char *issue_for(struct dev *d, struct ca *ca, const char *nb, const char *na)
+{
+    uint8_t pub[NET_PUBKEY_MAX];
+    size_t pub_len = 0;
+    char *pem = NULL, err[256];
+    assert_int_equal(net_key_public_der(d->g.key, pub, sizeof pub, &pub_len), 0);
+    assert_int_equal(net_fleet_cert_issue(ca->key, ca->cert, pub, pub_len, d->name, 30, nb, na, &pem, err, sizeof err), 0);
+    return pem;
+}
+
+static void cert_hex(const char *pem, char *hex)
+{
+    uint8_t der[NET_CERT_DER_MAX];
+    size_t n = 0;
+    assert_int_equal(net_cert_pem_parse(pem, der, &n, NULL, NULL, NULL, 0), 0);
+    util_hex(der, n, hex);
+}
+
+/* A device with an identity; enrolled by ca (its checkpoints carry the cert) unless NULL. */
+static void dev_make(struct dev *d, const char *name, const char *target, struct ca *ca)
+{
+    char err[256], hex[2 * NET_CERT_DER_MAX + 1];
+    memset(d, 0, sizeof *d);
+    snprintf(d->name, sizeof d->name, "%s", name);
+    unlink(tpath("%s.db", name));
+    unlink(tpath("%s.db-wal", name));
+    unlink(tpath("%s.key", name));
+    assert_int_equal(store_open(tpath("%s.db", name), &d->st, err, sizeof err), 0);
+    graph_init(&d->g, d->st);
+    assert_int_equal(graph_identity_create(&d->g, tpath("%s.key", name), target), 0);
+    d->key_pem = slurp(tpath("%s.key", name));
+    if (ca) {
+        d->cert_pem = issue_for(d, ca, NULL, NULL);
+        cert_hex(d->cert_pem, hex);
+        assert_int_equal(graph_cert_set(&d->g, hex), 0);
+    }
+}
+
+static void dev_free(struct dev *d)
+{
+    graph_free(&d->g);
+    store_close(d->st);
+    free(d->key_pem);
+    free(d->cert_pem);
+}
+
+static cJSON *obj(const char *json)
+{
+    cJSON *j = cJSON_Parse(json);
+    assert_non_null(j);
+    return j;
+}
+
+/* n decisions (+ outcomes, every other with a source blob) under one task,
+ * a checkpoint every ckpt_every records. */
+static void dev_work(struct dev *d, const char *op, int n, int ckpt_every)
+{
+    char spec[256], body[256], ref[GRAPH_BLOB_REF];
+    snprintf(spec, sizeof spec, "{\"name\":\"%s_%s\",\"op\":\"%s\",\"shape\":{\"n\":4096}}", op, d->name, op);
+    cJSON *sp = obj(spec);
+    assert_int_equal(graph_task_add(&d->g, d->g.seq ? "k3" : "k3", sp, d->task), 0);
+    cJSON_Delete(sp);
+    assert_int_equal(graph_begin(&d->g), 0);
+    for (int i = 0; i < n; i++) {
+        uint8_t dec[32];
+        char src[128];
+        snprintf(src, sizeof src, "/* %s %d */ void kope_kernel(void) {}", d->name, d->n_dec);
+        assert_int_equal(graph_blob_put(&d->g, src, strlen(src), ref), 0);
+        snprintf(body, sizeof body, "{\"tags\":[\"lmul%d\"],\"source\":\"%s\"}", 1 << (i % 4), ref);
+        cJSON *b = obj(body);
+        cJSON *o = obj(i % 3 ? "{\"status\":\"pass\",\"speedup\":1.5}" : "{\"status\":\"wrong_result\",\"reason\":\"tail\"}");
+        assert_int_equal(graph_decision_add(&d->g, d->task, NULL, "k3", b, dec), 0);
+        assert_int_equal(graph_outcome_add(&d->g, d->task, dec, "k3", o, NULL), 0);
+        cJSON_Delete(b);
+        cJSON_Delete(o);
+        d->n_dec++;
+        if (ckpt_every && (i + 1) % ckpt_every == 0)
+            assert_int_equal(graph_checkpoint(&d->g), 0);
+    }
+    assert_int_equal(graph_commit(&d->g), 0);
+    assert_int_equal(graph_checkpoint(&d->g), 0);
+}
+
+/* Every record id of a store, sorted, as one string. */
+struct idset {
+    struct store *st;
+    char *s;
+    size_t n, cap;
+    int64_t count;
+};
+
+static int ids_rec(void *ctx, const struct store_rec *r)
+{
+    struct idset *x = ctx;
+    if (x->n + 66 > x->cap) {
+        x->cap = x->cap ? x->cap * 2 : 65536;
+        x->s = realloc(x->s, x->cap);
+    }
+    util_hex(r->id, 32, x->s + x->n);
+    x->n += 64;
+    x->s[x->n++] = '\n';
+    x->s[x->n] = 0;
+    x->count++;
+    return 0;
+}
+
+static int ids_origin(void *ctx, const struct store_origin *o)
+{
+    struct idset *x = ctx;
+    return store_rec_query(x->st, STORE_Q_ORIGIN, o->origin, 0, ids_rec, x);
+}
+
+static int cmp_line(const void *a, const void *b)
+{
+    return memcmp(a, b, 65);
+}
+
+static char *idset(struct dev *d, int64_t *count)
+{
+    struct idset x = {d->st, NULL, 0, 0, 0};
+    assert_int_equal(store_origin_each(d->st, ids_origin, &x), 0);
+    if (!x.s)
+        x.s = calloc(1, 1);
+    qsort(x.s, x.n / 65, 65, cmp_line);
+    if (count)
+        *count = x.count;
+    return x.s;
+}
+
+static int64_t n_records(struct dev *d)
+{
+    int64_t n = 0;
+    free(idset(d, &n));
+    return n;
+}
+
+static int64_t origin_seq(struct dev *holder, struct dev *of)
+{
+    struct store_origin o;
+    return store_origin_get(holder->st, of->g.origin, &o) == 0 ? o.ckpt_seq : 0;
+}
+
+static void assert_same_records(struct dev *a, struct dev *b)
+{
+    char *x = idset(a, NULL), *y = idset(b, NULL);
+    assert_string_equal(x, y);
+    free(x);
+    free(y);
+}
+
+/* ------------------------------------------------------------ server */
+
+struct srv {
+    struct dev *d;
+    struct net_peer_conf *conf;
+    struct net_trust *trust;
+    struct net_peer_listener *l;
+    struct sync_server s;
+    volatile int stop;
+    pthread_t th;
+    char port[16];
+    pthread_mutex_t mu;
+    int n_sessions, n_failed, last_rc;
+    struct sync_stats last;
+    FILE *log;
+};
+
+static void on_session(void *ctx, int rc, const struct sync_stats *st)
+{
+    struct srv *s = ctx;
+    pthread_mutex_lock(&s->mu);
+    s->n_sessions++;
+    s->n_failed += rc != 0;
+    s->last_rc = rc;
+    s->last = *st;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void *srv_main(void *arg)
+{
+    sync_serve(&((struct srv *)arg)->s);
+    return NULL;
+}
+
+static void srv_start(struct srv *s, struct dev *d, int timeout_ms)
+{
+    char err[320];
+    int port = 0;
+    memset(s, 0, sizeof *s);
+    pthread_mutex_init(&s->mu, NULL);
+    s->d = d;
+    assert_int_equal(net_peer_conf_new(1, fleet_ca.cert, d->cert_pem, d->key_pem, timeout_ms, &s->conf, err, sizeof err), 0);
+    assert_int_equal(net_trust_new(fleet_ca.cert, &s->trust, err, sizeof err), 0);
+    assert_int_equal(net_peer_listen("127.0.0.1", "0", &s->l, &port, err, sizeof err), 0);
+    snprintf(s->port, sizeof s->port, "%d", port);
+    s->log = fopen(tpath("server-%s.log", d->name), "a");
+    s->s.db_path = tpath("%s.db", d->name);
+    s->s.db_path = strdup(s->s.db_path);
+    s->s.conf = s->conf;
+    s->s.listener = s->l;
+    s->s.opts.trust = s->trust;
+    s->s.log = s->log;
+    s->s.stop = &s->stop;
+    s->s.on_session = on_session;
+    s->s.ctx = s;
+    assert_int_equal(pthread_create(&s->th, NULL, srv_main, s), 0);
+}
+
+static void srv_stop(struct srv *s)
+{
+    s->stop = 1;
+    pthread_join(s->th, NULL);
+    net_peer_listener_close(s->l);
+    net_peer_conf_free(s->conf);
+    net_trust_free(s->trust);
+    free((char *)s->s.db_path);
+    fclose(s->log);
+}
+
+/* Wait until the server has finished n sessions in all (2 s at most). */
+static void srv_wait(struct srv *s, int n)
+{
+    for (int i = 0; i < 400; i++) {
+        pthread_mutex_lock(&s->mu);
+        int k = s->n_sessions;
+        pthread_mutex_unlock(&s->mu);
+        if (k >= n)
+            return;
+        usleep(5000);
+    }
+    fail_msg("server finished %d sessions, expected %d", s->n_sessions, n);
+}
+
+/* The server log, for the "clear log line" checks. */
+static int srv_log_has(struct srv *s, const char *text)
+{
+    fflush(s->log);
+    char *t = slurp(tpath("server-%s.log", s->d->name));
+    int has = strstr(t, text) != NULL;
+    if (!has)
+        fprintf(stderr, "server log lacks '%s':\n%s", text, t);
+    free(t);
+    return has;
+}
+
+/* ------------------------------------------------------------ clients */
+
+static struct net_peer_conf *client_conf(struct dev *d, const char *cert_pem, int timeout_ms)
+{
+    struct net_peer_conf *c = NULL;
+    char err[320];
+    assert_int_equal(net_peer_conf_new(0, fleet_ca.cert, cert_pem ? cert_pem : d->cert_pem, d->key_pem,
+                                       timeout_ms, &c, err, sizeof err), 0);
+    return c;
+}
+
+/* An honest sync of d with the server. */
+static int client_sync(struct dev *d, struct srv *s, struct sync_stats *st)
+{
+    struct net_peer_conf *c = client_conf(d, NULL, 5000);
+    struct net_trust *t = NULL;
+    struct net_peer *p = NULL;
+    struct sync_opts o = {NULL, 0, NULL};
+    struct sync_stats tmp;
+    char err[320];
+    assert_int_equal(net_trust_new(fleet_ca.cert, &t, err, sizeof err), 0);
+    o.trust = t;
+    int rc = net_peer_connect(c, "127.0.0.1", s->port, &p, err, sizeof err);
+    if (rc == 0) {
+        rc = sync_session(&d->g, p, 1, &o, st ? st : &tmp);
+        if (rc)
+            net_peer_abort(p);
+        else
+            net_peer_close(p);
+    }
+    net_trust_free(t);
+    net_peer_conf_free(c);
+    return rc;
+}
+
+/* A raw client speaking frames by hand. */
+struct raw {
+    struct net_peer_conf *c;
+    struct net_peer *p;
+    uint8_t *buf;
+    size_t cap, len;
+    int type;
+};
+
+static void raw_open(struct raw *r, struct dev *d, struct srv *s)
+{
+    char err[320];
+    memset(r, 0, sizeof *r);
+    r->c = client_conf(d, NULL, 3000);
+    assert_int_equal(net_peer_connect(r->c, "127.0.0.1", s->port, &r->p, err, sizeof err), 0);
+}
+
+static void raw_close(struct raw *r, int abort_it)
+{
+    if (abort_it)
+        net_peer_abort(r->p);
+    else
+        net_peer_close(r->p);
+    net_peer_conf_free(r->c);
+    free(r->buf);
+}
+
+static void raw_send(struct raw *r, int type, const char *text)
+{
+    assert_int_equal(net_peer_frame_write(r->p, type, text, strlen(text)), 0);
+}
+
+static int raw_read(struct raw *r)
+{
+    return net_peer_frame_read(r->p, &r->type, &r->buf, &r->cap, &r->len);
+}
+
+/* Hello and vectors: claim `vector`; returns after the server's vector. */
+static void raw_hello(struct raw *r, const char *vector)
+{
+    raw_send(r, NET_SYNC_HELLO, "{\"min\":1,\"proto\":\"kope-sync\",\"v\":1}");
+    assert_int_equal(raw_read(r), 0);
+    assert_int_equal(r->type, NET_SYNC_HELLO);
+    raw_send(r, NET_SYNC_VECTOR, vector);
+    assert_int_equal(raw_read(r), 0);
+    assert_int_equal(r->type, NET_SYNC_VECTOR);
+}
+
+/* Push lines as our delta, then END; returns the DONE frame's JSON (or NULL
+ * if the server answered with something else). */
+static cJSON *raw_push(struct raw *r, char **lines, int n)
+{
+    char end[64];
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (lines[i]) {
+            raw_send(r, NET_SYNC_LINE, lines[i]);
+            k++;
+        }
+    snprintf(end, sizeof end, "{\"lines\":%d,\"records\":0}", k);
+    raw_send(r, NET_SYNC_END, end);
+    if (raw_read(r) || r->type != NET_SYNC_DONE)
+        return NULL;
+    return cJSON_ParseWithLength((const char *)r->buf, r->len);
+}
+
+static int64_t jnum(const cJSON *j, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, k);
+    return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : -1;
+}
+
+/* ------------------------------------------------------------ shard lines */
+
+/* d's records as shard lines (since NULL = everything). */
+static char **shard_lines(struct dev *d, const char *since, int *n)
+{
+    char *mem = NULL;
+    size_t sz = 0;
+    FILE *f = open_memstream(&mem, &sz);
+    assert_int_equal(graph_export(&d->g, since, f, NULL), 0);
+    fclose(f);
+    int cap = 64;
+    char **l = calloc((size_t)cap, sizeof *l);
+    *n = 0;
+    for (char *save = NULL, *t = strtok_r(mem, "\n", &save); t; t = strtok_r(NULL, "\n", &save)) {
+        if (*n == cap)
+            l = realloc(l, (size_t)(cap *= 2) * sizeof *l);
+        l[(*n)++] = strdup(t);
+    }
+    free(mem);
+    return l;
+}
+
+static void lines_free(char **l, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(l[i]);
+    free(l);
+}
+
+static int line_seq(const char *line)
+{
+    cJSON *j = cJSON_Parse(line);
+    int s = (int)jnum(j, "seq");
+    cJSON_Delete(j);
+    return s;
+}
+
+/* Index of the record line with this seq (and kind, if given). */
+static int find_seq(char **l, int n, int seq, const char *kind)
+{
+    for (int i = 0; i < n; i++) {
+        if (!l[i] || strncmp(l[i], "{\"id\"", 5) != 0 || line_seq(l[i]) != seq)
+            continue;
+        if (!kind || strstr(l[i], kind))
+            return i;
+    }
+    fail_msg("no line with seq %d", seq);
+    return -1;
+}
+
+/* Recompute a line's id after an edit (a careful forger). */
+static char *reid(cJSON *j)
+{
+    struct buf b;
+    uint8_t h[32];
+    char id[GRAPH_ID_HEX];
+    cJSON_DeleteItemFromObject(j, "id");
+    buf_init(&b, 1 << 20);
+    assert_int_equal(canon_write(j, &b), 0);
+    net_sha256(b.p, b.len, h);
+    util_hex(h, 32, id);
+    char *out = malloc(b.len + 80);
+    snprintf(out, b.len + 80, "{\"id\":\"%s\",%s", id, b.p + 1);
+    buf_free(&b);
+    return out;
+}
+
+/* ------------------------------------------------------------ setup */
+
+static int setup_all(void **s)
+{
+    (void)s;
+    signal(SIGPIPE, SIG_IGN);
+    ca_make(&fleet_ca, "kope test fleet");
+    ca_make(&rogue_ca, "kope rogue fleet");
+    return 0;
+}
+
+static int teardown_all(void **s)
+{
+    (void)s;
+    free(fleet_ca.key);
+    free(fleet_ca.cert);
+    free(rogue_ca.key);
+    free(rogue_ca.cert);
+    return 0;
+}
+
+/* A server device "srv" with a little work of its own, and a client "a". */
+struct world {
+    struct dev s, a;
+    struct srv srv;
+};
+
+static void world_open(struct world *w, const char *tag, int timeout_ms)
+{
+    char sn[32], an[32];
+    snprintf(sn, sizeof sn, "%s_srv", tag);
+    snprintf(an, sizeof an, "%s_a", tag);
+    dev_make(&w->s, sn, "k3", &fleet_ca);
+    dev_make(&w->a, an, "k3", &fleet_ca);
+    dev_work(&w->s, "softmax", 5, 0);
+    dev_work(&w->a, "gemm", 20, 8);
+    srv_start(&w->srv, &w->s, timeout_ms);
+}
+
+static void world_close(struct world *w)
+{
+    srv_stop(&w->srv);
+    dev_free(&w->s);
+    dev_free(&w->a);
+}
+
+/* The server still serves an honest peer: a fresh device syncs completely. */
+static void assert_still_serving(struct world *w)
+{
+    struct dev h;
+    char name[64];
+    static int k;
+    snprintf(name, sizeof name, "honest%d", k++);
+    dev_make(&h, name, "k3", &fleet_ca);
+    dev_work(&h, "add", 3, 0);
+    int before = w->srv.n_sessions;
+    struct sync_stats st;
+    assert_int_equal(client_sync(&h, &w->srv, &st), 0);
+    srv_wait(&w->srv, before + 1);
+    assert_int_equal(w->srv.last_rc, 0);
+    assert_int_equal(origin_seq(&w->s, &h), h.g.seq);
+    dev_free(&h);
+}
+
+/* Push a (mutated) shard from a's TLS identity; return the server's DONE. */
+static cJSON *push_lines(struct world *w, char **l, int n)
+{
+    struct raw r;
+    int before = w->srv.n_sessions;
+    raw_open(&r, &w->a, &w->srv);
+    raw_hello(&r, "{}");
+    cJSON *done = raw_push(&r, l, n);
+    raw_close(&r, 1);
+    srv_wait(&w->srv, before + 1);
+    return done;
+}
+
+/* ------------------------------------------------------------ honest peers */
+
+/* Both ways, twice: identical record sets, the second sync changes nothing. */
+static void test_both_ways_and_idempotent(void **s)
+{
+    (void)s;
+    struct world w;
+    struct sync_stats st;
+    world_open(&w, "both", 3000);
+    int64_t na = n_records(&w.a), ns = n_records(&w.s);
+    assert_int_equal(client_sync(&w.a, &w.srv, &st), 0);
+    assert_int_equal(st.accepted, ns);
+    assert_int_equal(st.peer_accepted, na);
+    assert_int_equal(st.proto, 1);
+    assert_same_records(&w.a, &w.s);
+    char *before = idset(&w.s, NULL);
+    assert_int_equal(client_sync(&w.a, &w.srv, &st), 0);
+    assert_int_equal(st.sent, 0);
+    assert_int_equal(st.accepted, 0);
+    char *after = idset(&w.s, NULL);
+    assert_string_equal(before, after);
+    srv_wait(&w.srv, 2);
+    assert_int_equal(w.srv.n_failed, 0);
+    assert_true(srv_log_has(&w.srv, ": ok: stored"));
+    free(before);
+    free(after);
+    world_close(&w);
+}
+
+/* A -> B -> C: C verifies A's records (A's certificate travels in A's
+ * checkpoints) without ever talking to A. */
+static void test_relay_keeps_origin_signature(void **s)
+{
+    (void)s;
+    struct dev a, b, c;
+    struct srv sb;
+    dev_make(&a, "relay_a", "ascend", &fleet_ca);
+    dev_make(&b, "relay_b", "k3", &fleet_ca);
+    dev_make(&c, "relay_c", "k3", &fleet_ca);
+    dev_work(&a, "softmax", 10, 4);
+    srv_start(&sb, &b, 3000);
+    assert_int_equal(client_sync(&a, &sb, NULL), 0);
+    assert_int_equal(client_sync(&c, &sb, NULL), 0);
+    assert_int_equal(origin_seq(&c, &a), a.g.seq);
+    assert_int_equal(client_sync(&a, &sb, NULL), 0); /* a learns c's, through b */
+    assert_same_records(&a, &b);
+    assert_same_records(&b, &c);
+    srv_stop(&sb);
+    dev_free(&a);
+    dev_free(&b);
+    dev_free(&c);
+}
+
+/* Records made before enrollment are covered by the enrollment checkpoint. */
+static void test_pre_enrollment_history(void **s)
+{
+    (void)s;
+    struct world w;
+    struct dev late;
+    char hex[2 * NET_CERT_DER_MAX + 1];
+    world_open(&w, "late", 3000);
+    dev_make(&late, "late_dev", "k3", NULL);
+    dev_work(&late, "gemv", 6, 2); /* checkpoints without a certificate */
+    late.cert_pem = issue_for(&late, &fleet_ca, NULL, NULL);
+    cert_hex(late.cert_pem, hex);
+    assert_int_equal(graph_cert_set(&late.g, hex), 0);
+    assert_int_equal(client_sync(&late, &w.srv, NULL), 0);
+    assert_int_equal(origin_seq(&w.s, &late), late.g.seq);
+    dev_free(&late);
+    world_close(&w);
+}
+
+/* 8 clients at once against one server. */
+struct par {
+    struct dev d;
+    struct srv *s;
+    int rc;
+};
+
+static void *par_main(void *arg)
+{
+    struct par *p = arg;
+    p->rc = client_sync(&p->d, p->s, NULL);
+    return NULL;
+}
+
+static void test_eight_clients_at_once(void **s)
+{
+    (void)s;
+    struct world w;
+    struct par p[8];
+    pthread_t th[8];
+    world_open(&w, "par", 5000);
+    for (int i = 0; i < 8; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "par_c%d", i);
+        dev_make(&p[i].d, name, "k3", &fleet_ca);
+        dev_work(&p[i].d, "relu", 30, 10);
+        p[i].s = &w.srv;
+    }
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, par_main, &p[i]), 0);
+    for (int i = 0; i < 8; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < 8; i++) {
+        assert_int_equal(p[i].rc, 0);
+        assert_int_equal(origin_seq(&w.s, &p[i].d), p[i].d.g.seq);
+    }
+    srv_wait(&w.srv, 8);
+    assert_int_equal(w.srv.n_failed, 0);
+    for (int i = 0; i < 8; i++)
+        dev_free(&p[i].d);
+    world_close(&w);
+}
+
+/* ------------------------------------------------------------ lying records */
+
+/* Shared check: the server refused a's records with `reason`, stored none
+ * of them, and still serves. */
+static void assert_refused(struct world *w, cJSON *done, const char *reason)
+{
+    assert_non_null(done);
+    assert_int_equal(jnum(done, "accepted"), 0);
+    assert_true(jnum(done, "rejected") > 0);
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(done, "error");
+    assert_true(cJSON_IsString(e));
+    if (!strstr(e->valuestring, reason))
+        fail_msg("refusal '%s' does not say '%s'", e->valuestring, reason);
+    assert_int_equal(origin_seq(&w->s, &w->a), 0);
+    assert_true(srv_log_has(&w->srv, reason));
+    cJSON_Delete(done);
+    assert_still_serving(w);
+}
+
+static void test_forged_signature(void **s)
+{
+    (void)s;
+    struct world w;
+    int n;
+    world_open(&w, "forge", 3000);
+    char **l = shard_lines(&w.a, NULL, &n);
+    /* the last checkpoint, signed by another key over the same head */
+    int i = find_seq(l, n, (int)w.a.g.seq, "checkpoint");
+    cJSON *j = cJSON_Parse(l[i]);
+    struct net_key *k = NULL;
+    uint8_t prev[32], sig[NET_SIG_MAX];
+    size_t sl = 0;
+    char hex[2 * NET_SIG_MAX + 1];
+    assert_int_equal(util_unhex(cJSON_GetObjectItem(j, "prev")->valuestring, prev, 32), 0);
+    assert_int_equal(net_key_generate(&k), 0);
+    assert_int_equal(net_key_sign(k, prev, sig, sizeof sig, &sl), 0);
+    util_hex(sig, sl, hex);
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(j, "body"), "sig", cJSON_CreateString(hex));
+    /* an earlier checkpoint gone too, so only the forged one could cover */
+    for (int x = 0; x < n; x++)
+        if (x != i && l[x] && strstr(l[x], "\"kind\":\"checkpoint\"") && line_seq(l[x]) > 3) {
+            cJSON *c = cJSON_Parse(l[x]);
+            cJSON_ReplaceItemInObject(cJSON_GetObjectItem(c, "body"), "sig", cJSON_CreateString(hex));
+            free(l[x]);
+            l[x] = reid(c);
+            cJSON_Delete(c);
+        }
+    free(l[i]);
+    l[i] = reid(j);
+    cJSON_Delete(j);
+    net_key_free(k);
+    cJSON *done = push_lines(&w, l, n);
+    /* the enrollment checkpoint (seq 3) is genuine: only seq <= 3 may land */
+    assert_non_null(done);
+    assert_true(jnum(done, "rejected") > 0);
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(done, "error");
+    assert_non_null(strstr(e->valuestring, "forged"));
+    assert_true(origin_seq(&w.s, &w.a) <= 3);
+    assert_true(srv_log_has(&w.srv, "forged"));
+    cJSON_Delete(done);
+    assert_still_serving(&w);
+    lines_free(l, n);
+    world_close(&w);
+}
+
+static void test_tampered_body(void **s)
+{
+    (void)s;
+    struct world w;
+    int n;
+    world_open(&w, "tamper", 3000);
+    char **l = shard_lines(&w.a, NULL, &n);
+    int i = find_seq(l, n, 2, NULL); /* the identity's checkpoint is seq 2: tamper the first one */
+    char *p = strstr(l[i], "\"covers\":1");
+    assert_non_null(p);
+    p[10 - 1] = '0'; /* covers 0: no longer what was hashed */
+    assert_refused(&w, push_lines(&w, l, n), "tampered");
+    lines_free(l, n);
+    world_close(&w);
+}
+
+static void test_chain_gap(void **s)
+{
+    (void)s;
+    struct world w;
+    int n;
+    world_open(&w, "gap", 3000);
+    char **l = shard_lines(&w.a, NULL, &n);
+    int i = find_seq(l, n, 2, NULL);
+    free(l[i]);
+    l[i] = NULL; /* seq 2 missing: everything after it is a gap */
+    assert_refused(&w, push_lines(&w, l, n), "gap");
+    lines_free(l, n);
+    world_close(&w);
+}
+
+static void test_chain_reorder(void **s)
+{
+    (void)s;
+    struct world w;
+    int n;
+    world_open(&w, "reorder", 3000);
+    char **l = shard_lines(&w.a, NULL, &n);
+    int i = find_seq(l, n, 2, NULL), k = find_seq(l, n, 3, NULL);
+    char *t = l[i];
+    l[i] = l[k];
+    l[k] = t;
+    assert_refused(&w, push_lines(&w, l, n), "gap");
+    lines_free(l, n);
+    world_close(&w);
+}
+
+/* A fork: a re-hashed seq 2 (valid id) whose successor no longer links. */
+static void test_chain_fork(void **s)
+{
+    (void)s;
+    struct world w;
+    int n;
+    world_open(&w, "fork", 3000);
+    char **l = shard_lines(&w.a, NULL, &n);
+    int i = find_seq(l, n, 2, NULL);
+    cJSON *j = cJSON_Parse(l[i]);
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(j, "body"), "covers", cJSON_CreateNumber(7));
+    free(l[i]);
+    l[i] = reid(j);
+    cJSON_Delete(j);
+    cJSON *done = push_lines(&w, l, n);
+    /* seq 2 (the identity's checkpoint, re-signed? no: re-hashed) fails its
+     * signature or the link after it: either way nothing lands */
+    assert_non_null(done);
+    assert_int_equal(jnum(done, "accepted"), 0);
+    assert_int_equal(origin_seq(&w.s, &w.a), 0);
+    cJSON_Delete(done);
+    /* and a fork against stored records: sync honestly, then offer another seq 3 */
+    lines_free(l, n);
+    assert_int_equal(client_sync(&w.a, &w.srv, NULL), 0);
+    l = shard_lines(&w.a, NULL, &n);
+    i = find_seq(l, n, 4, NULL);
+    j = cJSON_Parse(l[i]);
+    cJSON_ReplaceItemInObject(j, "target", cJSON_CreateString("ascend"));
+    free(l[i]);
+    l[i] = reid(j);
+    cJSON_Delete(j);
+    char *before = idset(&w.s, NULL);
+    done = push_lines(&w, l, n);
+    assert_non_null(done);
+    assert_non_null(strstr(cJSON_GetObjectItem(done, "error")->valuestring, "fork"));
+    char *after = idset(&w.s, NULL);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+    cJSON_Delete(done);
+    lines_free(l, n);
+    assert_still_serving(&w);
+    world_close(&w);
+}
+
+/* Records of an origin enrolled by a CA we do not trust, relayed by a
+ * trusted peer: refused; so are a not-enrolled origin's, and an origin
+ * that puts another device's (trusted) certificate in its checkpoints. */
+static void test_untrusted_origins(void **s)
+{
+    (void)s;
+    struct world w;
+    struct dev rogue, bare, thief;
+    char hex[2 * NET_CERT_DER_MAX + 1];
+    int n;
+    world_open(&w, "untrusted", 3000);
+    dev_make(&rogue, "rogue_dev", "k3", &rogue_ca);
+    dev_work(&rogue, "gemm", 4, 0);
+    char **l = shard_lines(&rogue, NULL, &n);
+    cJSON *done = push_lines(&w, l, n);
+    assert_non_null(done);
+    assert_int_equal(jnum(done, "accepted"), 0);
+    assert_non_null(strstr(cJSON_GetObjectItem(done, "error")->valuestring, "not issued by a trusted fleet CA"));
+    assert_int_equal(origin_seq(&w.s, &rogue), 0);
+    cJSON_Delete(done);
+    lines_free(l, n);
+
+    dev_make(&bare, "bare_dev", "k3", NULL);
+    dev_work(&bare, "gemm", 4, 0);
+    l = shard_lines(&bare, NULL, &n);
+    done = push_lines(&w, l, n);
+    assert_non_null(done);
+    assert_non_null(strstr(cJSON_GetObjectItem(done, "error")->valuestring, "not enrolled"));
+    assert_int_equal(origin_seq(&w.s, &bare), 0);
+    cJSON_Delete(done);
+    lines_free(l, n);
+
+    dev_make(&thief, "thief_dev", "k3", NULL);
+    dev_work(&thief, "gemm", 2, 0);
+    cert_hex(w.a.cert_pem, hex); /* a's genuine, trusted certificate */
+    assert_int_equal(graph_cert_set(&thief.g, hex), 0);
+    l = shard_lines(&thief, NULL, &n);
+    done = push_lines(&w, l, n);
+    assert_non_null(done);
+    assert_non_null(strstr(cJSON_GetObjectItem(done, "error")->valuestring, "another key"));
+    assert_int_equal(origin_seq(&w.s, &thief), 0);
+    cJSON_Delete(done);
+    lines_free(l, n);
+    assert_true(srv_log_has(&w.srv, "trusted"));
+    assert_still_serving(&w);
+    dev_free(&rogue);
+    dev_free(&bare);
+    dev_free(&thief);
+    world_close(&w);
+}
+
+/* Replaying an old batch stores nothing new and changes nothing. */
+static void test_replay(void **s)
+{
+    (void)s;
+    struct world w;
+    int n;
+    world_open(&w, "replay", 3000);
+    assert_int_equal(client_sync(&w.a, &w.srv, NULL), 0);
+    char *before = idset(&w.s, NULL);
+    char **l = shard_lines(&w.a, NULL, &n);
+    for (int round = 0; round < 2; round++) {
+        cJSON *done = push_lines(&w, l, n);
+        assert_non_null(done);
+        assert_int_equal(jnum(done, "accepted"), 0);
+        assert_int_equal(jnum(done, "rejected"), 0);
+        assert_int_equal(jnum(done, "duplicates"), n_records(&w.a));
+        cJSON_Delete(done);
+    }
+    char *after = idset(&w.s, NULL);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+    lines_free(l, n);
+    world_close(&w);
+}
+
+/* A peer whose vector claims records it then does not send is named a
+ * liar; one whose vector is malformed is refused at once. */
+static void test_lying_vector(void **s)
+{
+    (void)s;
+    struct world w;
+    struct raw r;
+    char vec[256], hex[GRAPH_ID_HEX];
+    int n;
+    world_open(&w, "liar", 3000);
+    util_hex(w.a.g.origin, 32, hex);
+    snprintf(vec, sizeof vec, "{\"%s\":%lld}", hex, (long long)w.a.g.seq + 50);
+    char **l = shard_lines(&w.a, NULL, &n);
+    raw_open(&r, &w.a, &w.srv);
+    raw_hello(&r, vec);
+    cJSON *done = raw_push(&r, l, n);
+    assert_non_null(done);
+    cJSON_Delete(done);
+    /* take the server's delta and acknowledge it, like an honest client */
+    while (raw_read(&r) == 0 && r.type == NET_SYNC_LINE)
+        ;
+    assert_int_equal(r.type, NET_SYNC_END);
+    raw_send(&r, NET_SYNC_DONE, "{\"accepted\":0,\"duplicates\":0,\"rejected\":0}");
+    net_peer_flush(r.p);
+    raw_close(&r, 0);
+    srv_wait(&w.srv, 1);
+    assert_int_equal(w.srv.last_rc, NET_ERR_PEER);
+    assert_int_equal(w.srv.last.lies, 1);
+    assert_true(srv_log_has(&w.srv, "claimed origin"));
+    /* what it did send was genuine: stored; nothing beyond */
+    assert_int_equal(origin_seq(&w.s, &w.a), w.a.g.seq);
+
+    static const char *bad_val[] = {"1", "-1", "1.5", "\"7\""};
+    for (int i = 0; i < 4; i++) {
+        int before = w.srv.n_sessions;
+        snprintf(vec, sizeof vec, "{\"%s\":%s}", i == 0 ? "zz" : hex, bad_val[i]);
+        raw_open(&r, &w.a, &w.srv);
+        raw_send(&r, NET_SYNC_HELLO, "{\"min\":1,\"proto\":\"kope-sync\",\"v\":1}");
+        assert_int_equal(raw_read(&r), 0);
+        raw_send(&r, NET_SYNC_VECTOR, vec);
+        assert_int_equal(raw_read(&r), 0);
+        assert_int_equal(r.type, NET_SYNC_ERROR);
+        raw_close(&r, 1);
+        srv_wait(&w.srv, before + 1);
+        assert_int_equal(w.srv.last_rc, NET_ERR_PEER);
+    }
+    assert_true(srv_log_has(&w.srv, "vector is malformed"));
+    lines_free(l, n);
+    assert_still_serving(&w);
+    world_close(&w);
+}
+
+/* ------------------------------------------------------------ lying frames */
+
+static void test_oversized_frame(void **s)
+{
+    (void)s;
+    struct world w;
+    struct raw r;
+    uint8_t hdr[NET_SYNC_HDR];
+    world_open(&w, "big", 3000);
+    raw_open(&r, &w.a, &w.srv);
+    raw_hello(&r, "{}");
+    net_sync_hdr_write(hdr, NET_SYNC_LINE, (size_t)NET_SYNC_LINE_MAX + 1);
+    assert_int_equal(net_peer_write_raw(r.p, hdr, sizeof hdr), 0);
+    assert_int_equal(net_peer_flush(r.p), 0);
+    srv_wait(&w.srv, 1);
+    raw_close(&r, 1);
+    assert_int_equal(w.srv.last_rc, NET_ERR_FRAME_BIG);
+    assert_true(srv_log_has(&w.srv, "frame over the cap"));
+    /* a control frame over its (smaller) cap too */
+    raw_open(&r, &w.a, &w.srv);
+    net_sync_hdr_write(hdr, NET_SYNC_HELLO, NET_SYNC_CTRL_MAX + 1);
+    assert_int_equal(net_peer_write_raw(r.p, hdr, sizeof hdr), 0);
+    assert_int_equal(net_peer_flush(r.p), 0);
+    srv_wait(&w.srv, 2);
+    raw_close(&r, 1);
+    assert_int_equal(w.srv.last_rc, NET_ERR_FRAME_BIG);
+    /* and the sender refuses to make one */
+    raw_open(&r, &w.a, &w.srv);
+    char *huge = malloc(NET_SYNC_CTRL_MAX + 2);
+    memset(huge, ' ', NET_SYNC_CTRL_MAX + 1);
+    huge[0] = '{';
+    huge[NET_SYNC_CTRL_MAX] = '}';
+    huge[NET_SYNC_CTRL_MAX + 1] = 0;
+    assert_int_equal(net_peer_frame_write(r.p, NET_SYNC_HELLO, huge, strlen(huge)), NET_ERR_FRAME_BIG);
+    free(huge);
+    raw_close(&r, 1);
+    srv_wait(&w.srv, 3);
+    assert_int_equal(origin_seq(&w.s, &w.a), 0);
+    assert_still_serving(&w);
+    world_close(&w);
+}
+
+static void test_malformed_frames(void **s)
+{
+    (void)s;
+    struct world w;
+    struct raw r;
+    world_open(&w, "malformed", 3000);
+    static const uint8_t unknown_type[] = {9, 0, 0, 0, 2, '{', '}'};
+    static const uint8_t bad_utf8[] = {NET_SYNC_HELLO, 0, 0, 0, 4, '{', 0xc0, 0x80, '}'};
+    static const uint8_t with_nul[] = {NET_SYNC_HELLO, 0, 0, 0, 3, '{', 0, '}'};
+    static const uint8_t not_object[] = {NET_SYNC_HELLO, 0, 0, 0, 2, '[', ']'};
+    static const uint8_t not_json[] = {NET_SYNC_HELLO, 0, 0, 0, 3, '{', '{', '}'};
+    const struct { const uint8_t *b; size_t n; int rc; } cases[] = {
+        {unknown_type, sizeof unknown_type, NET_ERR_FRAME},
+        {bad_utf8, sizeof bad_utf8, NET_ERR_FRAME},
+        {with_nul, sizeof with_nul, NET_ERR_FRAME},
+        {not_object, sizeof not_object, NET_ERR_FRAME},
+        {not_json, sizeof not_json, NET_ERR_FRAME},
+    };
+    int k = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        raw_open(&r, &w.a, &w.srv);
+        assert_int_equal(net_peer_write_raw(r.p, cases[i].b, cases[i].n), 0);
+        assert_int_equal(net_peer_flush(r.p), 0);
+        srv_wait(&w.srv, ++k);
+        raw_close(&r, 1);
+        if (w.srv.last_rc != cases[i].rc)
+            fail_msg("case %zu: rc %d, want %d", i, w.srv.last_rc, cases[i].rc);
+    }
+    /* random bytes after the handshake, several times */
+    for (int i = 0; i < 5; i++) {
+        uint8_t junk[512];
+        assert_int_equal(net_random(junk, sizeof junk), 0);
+        raw_open(&r, &w.a, &w.srv);
+        assert_int_equal(net_peer_write_raw(r.p, junk, sizeof junk), 0);
+        assert_int_equal(net_peer_flush(r.p), 0);
+        srv_wait(&w.srv, ++k);
+        raw_close(&r, 1);
+        assert_true(w.srv.last_rc != 0);
+    }
+    /* a shard line that is not JSON, mid-delta: counted, not stored */
+    raw_open(&r, &w.a, &w.srv);
+    raw_hello(&r, "{}");
+    char *junk_lines[] = {"{\"format\":\"kope-graph\",\"v\":1}", "{not json}"};
+    cJSON *done = raw_push(&r, junk_lines, 2);
+    raw_close(&r, 1);
+    srv_wait(&w.srv, ++k);
+    assert_non_null(done);
+    assert_int_equal(jnum(done, "rejected"), 1);
+    cJSON_Delete(done);
+    assert_true(srv_log_has(&w.srv, "malformed frame"));
+    assert_int_equal(origin_seq(&w.s, &w.a), 0);
+    assert_still_serving(&w);
+    world_close(&w);
+}
+
+/* A peer that says nothing is closed after the idle timeout; so is one that
+ * stops mid-delta (its uncovered run is dropped, covered runs stay). */
+static void test_idle_timeout(void **s)
+{
+    (void)s;
+    struct world w;
+    struct raw r;
+    world_open(&w, "idle", 300);
+    uint64_t t0 = util_now_ns();
+    raw_open(&r, &w.a, &w.srv);
+    srv_wait(&w.srv, 1);
+    double secs = (double)(util_now_ns() - t0) / 1e9;
+    raw_close(&r, 1);
+    assert_int_equal(w.srv.last_rc, NET_ERR_TIMEOUT);
+    assert_true(secs < 2.0);
+    assert_true(srv_log_has(&w.srv, "idle"));
+    /* silent mid-delta */
+    int n;
+    char **l = shard_lines(&w.a, NULL, &n);
+    raw_open(&r, &w.a, &w.srv);
+    raw_hello(&r, "{}");
+    for (int i = 0; i < n / 2; i++)
+        raw_send(&r, NET_SYNC_LINE, l[i]);
+    assert_int_equal(net_peer_flush(r.p), 0);
+    srv_wait(&w.srv, 2);
+    raw_close(&r, 1);
+    assert_int_equal(w.srv.last_rc, NET_ERR_TIMEOUT);
+    int64_t got = origin_seq(&w.s, &w.a);
+    assert_true(got > 0 && got < w.a.g.seq); /* the covered runs stayed */
+    lines_free(l, n);
+    assert_still_serving(&w);
+    world_close(&w);
+}
+
+/* Client certificates from an unknown CA, or expired, fail the handshake. */
+static void test_bad_client_certs(void **s)
+{
+    (void)s;
+    struct world w;
+    struct net_peer *p = NULL;
+    char err[320];
+    world_open(&w, "certs", 3000);
+    char *rogue = issue_for(&w.a, &rogue_ca, NULL, NULL);
+    char *expired = issue_for(&w.a, &fleet_ca, "20200101000000", "20210101000000");
+    const char *certs[] = {rogue, expired};
+    for (int i = 0; i < 2; i++) {
+        struct net_peer_conf *c = client_conf(&w.a, certs[i], 3000);
+        int rc = net_peer_connect(c, "127.0.0.1", w.srv.port, &p, err, sizeof err);
+        if (rc == 0) { /* TLS 1.3: the client may finish before the server's verdict */
+            struct sync_stats st;
+            struct sync_opts o = {w.srv.trust, 0, NULL};
+            rc = sync_session(&w.a.g, p, 1, &o, &st);
+            net_peer_abort(p);
+        }
+        assert_true(rc != 0);
+        net_peer_conf_free(c);
+        srv_wait(&w.srv, i + 1);
+        assert_int_equal(w.srv.last_rc, NET_ERR_PEER_CERT);
+    }
+    assert_true(srv_log_has(&w.srv, "peer certificate refused"));
+    assert_true(srv_log_has(&w.srv, "expired"));
+    assert_int_equal(origin_seq(&w.s, &w.a), 0);
+    free(rogue);
+    free(expired);
+    assert_still_serving(&w);
+    world_close(&w);
+}
+
+/* Cut at random points during a large sync, resumed until complete. */
+static void test_cut_and_resume(void **s)
+{
+    (void)s;
+    struct world w;
+    int n;
+    world_open(&w, "cut", 3000);
+    dev_work(&w.a, "conv", 1500, 100); /* ~3,000 more records, a checkpoint every 200 */
+    char **l = shard_lines(&w.a, NULL, &n);
+    srand(42);
+    int sessions = 0;
+    int64_t last = 0;
+    for (int cut = 0; cut < 5; cut++) {
+        struct raw r;
+        int64_t have = origin_seq(&w.s, &w.a);
+        char since[256], hex[GRAPH_ID_HEX];
+        util_hex(w.a.g.origin, 32, hex);
+        snprintf(since, sizeof since, "{\"%s\":%lld}", hex, (long long)have);
+        int m;
+        char **d = shard_lines(&w.a, since, &m);
+        int stop = 1 + rand() % (m > 1 ? m - 1 : 1);
+        raw_open(&r, &w.a, &w.srv);
+        raw_hello(&r, "{}");
+        for (int i = 0; i < stop; i++)
+            raw_send(&r, NET_SYNC_LINE, d[i]);
+        net_peer_flush(r.p);
+        raw_close(&r, 1); /* RST mid-batch */
+        srv_wait(&w.srv, ++sessions);
+        assert_true(w.srv.last_rc != 0);
+        int64_t now = origin_seq(&w.s, &w.a);
+        assert_true(now >= last); /* nothing committed is lost */
+        last = now;
+        lines_free(d, m);
+    }
+    assert_int_equal(client_sync(&w.a, &w.srv, NULL), 0);
+    assert_same_records(&w.a, &w.s);
+    lines_free(l, n);
+    world_close(&w);
+}
+
+/* ------------------------------------------------------------ frames, unit */
+
+static void test_frame_parser(void **s)
+{
+    (void)s;
+    uint8_t b[64];
+    int type;
+    const uint8_t *pl;
+    size_t len, used;
+    net_sync_hdr_write(b, NET_SYNC_END, 2);
+    b[5] = '{';
+    b[6] = '}';
+    assert_int_equal(net_sync_frame_parse(b, 3, &type, &pl, &len, &used), 1);
+    assert_int_equal(net_sync_frame_parse(b, 6, &type, &pl, &len, &used), 1);
+    assert_int_equal(net_sync_frame_parse(b, 7, &type, &pl, &len, &used), 0);
+    assert_int_equal(used, 7);
+    assert_int_equal(type, NET_SYNC_END);
+    b[0] = 0;
+    assert_int_equal(net_sync_frame_parse(b, 7, &type, &pl, &len, &used), NET_ERR_FRAME);
+    net_sync_hdr_write(b, NET_SYNC_VECTOR, NET_SYNC_VECTOR_MAX + 1);
+    assert_int_equal(net_sync_frame_parse(b, 7, &type, &pl, &len, &used), NET_ERR_FRAME_BIG);
+    /* overlong NUL, surrogate, > U+10FFFF, newline */
+    static const char *bad[] = {"{\xc0\x80}", "{\xed\xa0\x80}", "{\xf4\x90\x80\x80}", "{\n}", "{\xe2\x82}"};
+    for (size_t i = 0; i < 5; i++)
+        assert_int_equal(net_sync_payload_check(NET_SYNC_LINE, (const uint8_t *)bad[i], strlen(bad[i])), NET_ERR_FRAME);
+    assert_int_equal(net_sync_payload_check(NET_SYNC_LINE, (const uint8_t *)"{\"a\":\"\xe2\x82\xac\"}", 11), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_frame_parser),
+        cmocka_unit_test(test_both_ways_and_idempotent),
+        cmocka_unit_test(test_relay_keeps_origin_signature),
+        cmocka_unit_test(test_pre_enrollment_history),
+        cmocka_unit_test(test_eight_clients_at_once),
+        cmocka_unit_test(test_forged_signature),
+        cmocka_unit_test(test_tampered_body),
+        cmocka_unit_test(test_chain_gap),
+        cmocka_unit_test(test_chain_reorder),
+        cmocka_unit_test(test_chain_fork),
+        cmocka_unit_test(test_untrusted_origins),
+        cmocka_unit_test(test_replay),
+        cmocka_unit_test(test_lying_vector),
+        cmocka_unit_test(test_oversized_frame),
+        cmocka_unit_test(test_malformed_frames),
+        cmocka_unit_test(test_idle_timeout),
+        cmocka_unit_test(test_bad_client_certs),
+        cmocka_unit_test(test_cut_and_resume),
+    };
+    return cmocka_run_group_tests(tests, setup_all, teardown_all);
+}
