@@ -281,7 +281,10 @@ static double baseline_dump(const char *db, const char *out)
     sqlite3_stmt *s;
     FILE *f = fopen(out, "w");
     sqlite3_open(db, &h);
-    sqlite3_prepare_v2(h, "SELECT canon FROM records ORDER BY origin, seq", -1, &s, 0);
+    if (sqlite3_prepare_v2(h, "SELECT canon FROM records ORDER BY oid, seq", -1, &s, 0) != SQLITE_OK) {
+        fprintf(stderr, "bench/graph: baseline query failed: %s\n", sqlite3_errmsg(h));
+        exit(1);
+    }
     while (sqlite3_step(s) == SQLITE_ROW)
         fprintf(f, "%s\n", (const char *)sqlite3_column_text(s, 0));
     sqlite3_finalize(s);
