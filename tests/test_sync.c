@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include <cJSON.h>
@@ -1190,6 +1191,68 @@ static void test_frame_parser(void **s)
     assert_int_equal(net_sync_payload_check(NET_SYNC_LINE, (const uint8_t *)"{\"a\":\"\xe2\x82\xac\"}", 11), 0);
 }
 
+/* ------------------------------------------------------------ the binary */
+
+/* Two kope processes on loopback enroll in one fleet, sync both ways, and
+ * end with identical record sets. */
+static void test_cli_two_processes(void **s)
+{
+    (void)s;
+    char out[8192], dir[4096], vec_a[4096], vec_b[4096];
+    const char *k = kope_bin();
+    snprintf(dir, sizeof dir, "%s", tpath("cli"));
+    mkdir(dir, 0700);
+    assert_int_equal(run_cmd(out, sizeof out,
+                             "cd %s && %s --db a.db init --target ascend && %s --db b.db init && "
+                             "%s --db a.db fleet init --name 'test fleet' && %s --db a.db fleet enroll asc1 && "
+                             "%s --db b.db fleet enroll k3a",
+                             dir, k, k, k, k, k), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (chdir(dir) == 0 && freopen("serve.log", "w", stderr))
+            execl(k, k, "--db", "a.db", "serve", "--listen", "127.0.0.1:0", "--timeout-ms", "3000", (char *)NULL);
+        _exit(127);
+    }
+    int port = 0;
+    for (int i = 0; i < 500 && !port; i++) {
+        usleep(10000);
+        FILE *f = fopen(tpath("cli/serve.log"), "r");
+        char line[256];
+        while (f && fgets(line, sizeof line, f))
+            if (strstr(line, "listening on"))
+                port = atoi(strrchr(line, ':') + 1);
+        if (f)
+            fclose(f);
+    }
+    assert_true(port > 0);
+    int rc = run_cmd(out, sizeof out, "cd %s && %s --db b.db sync 127.0.0.1:%d", dir, k, port);
+    if (rc)
+        fail_msg("kope sync: %s", out);
+    assert_non_null(strstr(out, "TLSv1.3"));
+    assert_non_null(strstr(out, "received 3 new"));
+    /* a second sync changes nothing */
+    assert_int_equal(run_cmd(out, sizeof out, "cd %s && %s --db b.db sync 127.0.0.1:%d", dir, k, port), 0);
+    assert_non_null(strstr(out, "received 0 new"));
+    kill(pid, SIGTERM);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_int_equal(run_cmd(vec_a, sizeof vec_a, "cd %s && %s --db a.db graph vector", dir, k), 0);
+    assert_int_equal(run_cmd(vec_b, sizeof vec_b, "cd %s && %s --db b.db graph vector", dir, k), 0);
+    assert_string_equal(vec_a, vec_b);
+    /* identical chains up to identical heads: the same record sets */
+    assert_int_equal(run_cmd(out, sizeof out, "cd %s && %s --db a.db graph export -o a.jsonl 2>/dev/null && %s --db b.db graph export -o b.jsonl 2>/dev/null && "
+                                              "grep -o '^{\"id\":\"[0-9a-f]*' a.jsonl | sort > a.ids && "
+                                              "grep -o '^{\"id\":\"[0-9a-f]*' b.jsonl | sort > b.ids && cmp a.ids b.ids && wc -l < a.ids",
+                                              dir, k, k), 0);
+    assert_int_equal(atoi(out), 6);
+    /* no peers, a bad peer, a refused one: usage and failure exit codes */
+    assert_int_equal(run_cmd(out, sizeof out, "cd %s && %s --db b.db sync", dir, k), 2);
+    assert_int_equal(run_cmd(out, sizeof out, "cd %s && %s --db b.db sync nonsense", dir, k), 2);
+    assert_int_equal(run_cmd(out, sizeof out, "cd %s && %s --db b.db sync 127.0.0.1:%d --timeout-ms 500", dir, k, port), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1211,6 +1274,7 @@ int main(void)
         cmocka_unit_test(test_idle_timeout),
         cmocka_unit_test(test_bad_client_certs),
         cmocka_unit_test(test_cut_and_resume),
+        cmocka_unit_test(test_cli_two_processes),
     };
     return cmocka_run_group_tests(tests, setup_all, teardown_all);
 }
