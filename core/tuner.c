@@ -203,13 +203,24 @@ int tuner_next(const struct plat_task *t, const struct tuner_trial *hist, size_t
         if (hist[i].has_point && hist[i].pass && (best < 0 || hist[i].score > hist[best].score))
             best = (int)i;
     if (best >= 0) {
-        for (int p = 0; p < tp->n_params; p++) {
-            for (int k = 0; k < tp->params[p].n_values; k++) {
-                memcpy(v, hist[best].v, sizeof(int) * K3_PARAM_MAX);
-                v[p] = tp->params[p].values[k];
-                if (fresh(tp, hist, n, v)) {
-                    *why = "neighbour of best";
-                    return 0;
+        /* nearest values first (one step along a parameter's value list,
+         * then two, ...): a good point's neighbours are usually good too */
+        for (int step = 1; step < K3_VALUE_MAX; step++) {
+            for (int p = 0; p < tp->n_params; p++) {
+                int cur = 0;
+                for (int k = 0; k < tp->params[p].n_values; k++)
+                    if (tp->params[p].values[k] == hist[best].v[p])
+                        cur = k;
+                for (int sgn = 1; sgn >= -1; sgn -= 2) {
+                    int k = cur + sgn * step;
+                    if (k < 0 || k >= tp->params[p].n_values)
+                        continue;
+                    memcpy(v, hist[best].v, sizeof(int) * K3_PARAM_MAX);
+                    v[p] = tp->params[p].values[k];
+                    if (fresh(tp, hist, n, v)) {
+                        *why = "neighbour of best";
+                        return 0;
+                    }
                 }
             }
         }
