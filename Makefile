@@ -1,6 +1,6 @@
 # kope - one hand-written GNU Makefile.
 #
-#   make                      build build/x86_64/kope (builds the deps sysroot first if needed)
+#   make                      build build/<this machine's arch>/kope (deps sysroot first if needed)
 #   make test                 build and run every test program
 #   make demo                 the main job on the embedded default (local ./kope.db)
 #   make ARCH=riscv64         cross-build for the K3 (clang-19, RVV 1.0)
@@ -10,7 +10,8 @@
 # Options are make variables: ARCH, SANITIZER, CFLAGS (yours to change),
 # V=1 (echo commands). The flags the project needs live in FINAL_CFLAGS.
 
-ARCH      ?= x86_64
+HOST_ARCH := $(shell uname -m)
+ARCH      ?= $(HOST_ARCH)
 SANITIZER ?=
 CFLAGS    ?= -O2 -g
 LDFLAGS   ?=
@@ -21,24 +22,31 @@ comma     := ,
 SUFFIX    := $(if $(SANITIZER),-$(subst $(comma),-,$(SANITIZER)))
 BUILD     := build/$(ARCH)$(SUFFIX)
 
-CLANG     ?= clang-19
+# clang-19 on the development machine; on a board whatever clang it has
+CLANG     ?= $(if $(shell command -v clang-19 2>/dev/null),clang-19,clang)
 QEMU_RV   := qemu-riscv64 -cpu rv64,v=true,vlen=256,elen=64,vext_spec=v1.0,zba=true,zbb=true,zbs=true
 ifeq ($(ARCH),x86_64)
-  CC      ?= cc
-  RUNNER  :=
+  ifneq ($(HOST_ARCH),x86_64)
+    CC    := $(CLANG) --target=x86_64-linux-gnu
+  endif
+  RUNNER  := qemu-x86_64
 else ifeq ($(ARCH),riscv64)
   CC      := $(CLANG) --target=riscv64-linux-gnu -march=rv64gcv_zba_zbb_zbs -mabi=lp64d
   RUNNER  := $(QEMU_RV) -L /usr/riscv64-linux-gnu
-  # bookworm's riscv64 GNU ld (binutils 2.40) segfaults on kope's link: lld does not
-  ARCH_LDFLAGS := -fuse-ld=lld
   # platform/hostcheck.c must run on a core without V to say why kope stops
   HOSTCHECK_CFLAGS := -march=rv64gc_zba_zbb_zbs -DKOPE_BUILT_WITH_RVV -DKOPE_MIN_VLEN=256
 else ifeq ($(ARCH),aarch64)
   CC      := $(CLANG) --target=aarch64-linux-gnu
   RUNNER  := qemu-aarch64 -L /usr/aarch64-linux-gnu
-  ARCH_LDFLAGS := -fuse-ld=lld
 else
   $(error ARCH=$(ARCH) is not supported: use x86_64, riscv64 or aarch64)
+endif
+ifeq ($(ARCH),$(HOST_ARCH))
+  # native (the development machine, or `make` on a K3 / Kunpeng): no emulator
+  RUNNER  :=
+else
+  # bookworm's riscv64 GNU ld (binutils 2.40) segfaults on kope's link: lld does not
+  ARCH_LDFLAGS := -fuse-ld=lld
 endif
 
 WARN      := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
