@@ -228,20 +228,13 @@ static const char *const migrations[] = {
 _Static_assert(sizeof migrations / sizeof migrations[0] == STORE_SCHEMA_VERSION,
                "one migration per schema version");
 
+static int scalar(struct store *st, const char *sql, int64_t *v);
+
 static int user_version(struct store *st, int *v)
 {
-    sqlite3_stmt *s = NULL;
-    int rc = sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &s, NULL);
-    if (rc != SQLITE_OK)
-        return fail(st, rc);
-    rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) {
-        *v = sqlite3_column_int(s, 0);
-        rc = 0;
-    } else {
-        rc = fail(st, rc);
-    }
-    sqlite3_finalize(s);
+    int64_t x = 0;
+    int rc = scalar(st, "PRAGMA user_version", &x);
+    *v = (int)x;
     return rc;
 }
 
