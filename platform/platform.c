@@ -12,10 +12,12 @@
 
 #include "platform/platform.h"
 
-extern const struct platform_ops plat_k3_ops; /* platform/k3/k3.c */
+extern const struct platform_ops plat_k3_ops;     /* platform/k3/k3.c */
+extern const struct platform_ops plat_ascend_ops; /* platform/ascend/ascend.c */
 
 static const struct platform_ops *const targets[] = {
     &plat_k3_ops,
+    &plat_ascend_ops,
 };
 
 /* ---------------------------------------------------------------- ops --- */
@@ -226,7 +228,7 @@ int platform_open(const char *name, const struct plat_settings *s,
     *out = NULL;
     const struct platform_ops *tops = platform_find(name);
     if (!tops) {
-        snprintf(err, err_len, "no platform named '%s' (known: k3)", name ? name : "(null)");
+        snprintf(err, err_len, "no platform named '%s' (known: k3, ascend)", name ? name : "(null)");
         return PLAT_ERR_NO_TARGET;
     }
     p = calloc(1, sizeof *p);

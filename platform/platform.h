@@ -156,6 +156,11 @@ struct plat_settings {
     int min_repeat_ms;         /* timing: repeat until this much total time; 0 = default */
     int max_repeats;           /* timing: upper bound on repeats; 0 = default */
     unsigned flags;            /* enum plat_set_flags */
+    /* Ascend only (platform.ascend.*); the k3 target ignores these. */
+    const char *toolkit_home;  /* CANN toolkit root; NULL = $ASCEND_HOME_PATH, $ASCEND_TOOLKIT_HOME, default paths */
+    const char *soc_version;   /* "Ascend910B3"; NULL = "Ascend" + the Name npu-smi reports */
+    const char *npu_smi;       /* npu-smi path; NULL = PATH, /usr/local/sbin, /usr/local/bin */
+    int device_id;             /* NPU device for aclrtSetDevice; 0 = the first */
 };
 
 /* Zero everything: every field at its default. Cannot fail. */
@@ -310,6 +315,12 @@ struct plat_probe {
     int openblas_ok;          /* 0 when the OpenBLAS build's VLEN does not fit */
     char method[160];
     char note[PLAT_DETAIL_MAX];
+    /* Filled by targets other than k3 (0 / "" = not applicable). */
+    char target[32];          /* "ascend"; "" = k3 (the fields above) */
+    char soc[64];             /* Ascend SoC version, "Ascend910B3" */
+    int vector_cores;         /* Ascend: AI Vector cores ([SoCInfo] vector_core_cnt); n_cores = AI cores */
+    uint64_t ub_bytes, hbm_bytes; /* Ascend: Unified Buffer per core, device memory */
+    char toolkit[PLAT_DETAIL_MAX]; /* what the toolkit found can do / lacks */
 };
 
 /* Share (0..1+) of the attainable roofline min(peak, AI * bandwidth) that a

@@ -1,0 +1,738 @@
+/*
+ * platform/ascend/ascend.c - the Ascend target: Ascend C candidates built
+ * with Huawei's CANN toolkit and run on an Ascend NPU, as struct platform_ops
+ * plat_ascend_ops.
+ *
+ * open      discovery (discover.c); fails with PLAT_ERR_NO_TOOLCHAIN naming
+ *           every missing piece when there is no usable toolkit + cmake.
+ * compile   one CANN kernel-launch project per candidate, c<id>/:
+ *             kernel.cpp      the candidate
+ *             CMakeLists.txt  embed/CMakeLists.txt: ascendc_library() from the
+ *                             toolkit's ascendc_kernel_cmake for the SoC, and
+ *                             the host program from rt/
+ *           configured and built with cmake (kernel library first, so a
+ *           candidate's own errors are what the diagnostics show).
+ * verify    runs build/kope_host mode=verify on the NPU: task shape, awkward
+ *           shapes, reseeded re-run; references on the host CPU (ref.c from
+ *           the K3 harness, the same file, so both targets check the same
+ *           numbers); report file in the K3 harness protocol.
+ * measure   kope_host mode=measure (device events around each launch), and
+ *           when msprof is present `msprof op ... kope_host mode=profile`,
+ *           whose OpBasicInfo.csv "Task Duration(us)" becomes the candidate's
+ *           time (device-side, without launch overhead).
+ * probe     SoC, AI/vector core counts, UB/L2/HBM sizes, what the toolkit
+ *           can do.
+ *
+ * rt/ (once per open platform): host.cpp, kope_ascend.h, CMakeLists.txt from
+ * platform/ascend/embed/, and harness.h + ref.c from platform/k3/embed/.
+ *
+ * On a toolkit marked KOPE_FAKE_TOOLKIT (tests/fake-cann) every result is
+ * labelled emulated and no speed ratio is claimed. Nothing here has run on
+ * real Ascend hardware yet (docs/ASCEND.md).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "platform/ascend/ascend.h"
+#include "platform/embed.h"
+
+#define ASC_COMPILE_TIMEOUT_MS 300000 /* bisheng is slow: minutes for big kernels */
+#define ASC_RUN_TIMEOUT_MS 120000     /* above the NPU's own AI Core timeout */
+#define ASC_OUTPUT_CAP ((uint64_t)1 << 20)
+#define ASC_MIN_REPEAT_MS 200
+#define ASC_MAX_WORK_EMULATED 2e6     /* the fake runs kernels on the CPU: cut big shapes */
+#define ASC_REPORT_MAX (256u << 10)
+#define ASC_WARMUP 5
+#define ASC_LAUNCHES 20               /* msprof op --launch-count */
+#define ASC_HONESTY "kope's Ascend driver has been tested only against its fake toolkit " \
+                    "(tests/fake-cann) and has never run on real Ascend hardware; see docs/ASCEND.md"
+
+static const struct { const char *from, *to; } rt_files[] = {
+    {"platform/ascend/embed/host.cpp", "host.cpp"},
+    {"platform/ascend/embed/kope_ascend.h", "kope_ascend.h"},
+    {"platform/ascend/embed/CMakeLists.txt", "CMakeLists.txt"},
+    {"platform/k3/embed/harness.h", "harness.h"},
+    {"platform/k3/embed/ref.c", "ref.c"},
+};
+
+/* ------------------------------------------------------------- helpers --- */
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int set_err(struct platform *p, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int set_err(struct platform *p, int rc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->err, sizeof p->err, fmt, ap);
+    va_end(ap);
+    p->rc = rc;
+    return rc;
+}
+
+static int file_write(const char *path, const char *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    size_t w = fwrite(data, 1, len, f);
+    int rc = w == len ? 0 : -1;
+    if (fclose(f) != 0)
+        rc = -1;
+    return rc;
+}
+
+static void rm_tree(const char *path)
+{
+    DIR *d = opendir(path);
+    if (!d) {
+        unlink(path);
+        return;
+    }
+    struct dirent *e;
+    char sub[ASC_PATH_MAX + 256];
+    while ((e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(sub, sizeof sub, "%.500s/%.250s", path, e->d_name);
+        struct stat st;
+        if (lstat(sub, &st) == 0 && S_ISDIR(st.st_mode))
+            rm_tree(sub);
+        else
+            unlink(sub);
+    }
+    closedir(d);
+    rmdir(path);
+}
+
+/* argv built from formatted pieces, with fixed storage */
+#define ASC_MAX_ARGS 48
+struct cmd {
+    char *argv[ASC_MAX_ARGS];
+    char store[ASC_MAX_ARGS][ASC_PATH_MAX + 64];
+    int argc, overflow;
+};
+
+static void cmd_init(struct cmd *c)
+{
+    c->argc = 0;
+    c->overflow = 0;
+    c->argv[0] = NULL;
+}
+
+static void cmd_arg(struct cmd *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void cmd_arg(struct cmd *c, const char *fmt, ...)
+{
+    if (c->argc + 1 >= ASC_MAX_ARGS) {
+        c->overflow = 1;
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(c->store[c->argc], sizeof c->store[0], fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof c->store[0])
+        c->overflow = 1;
+    c->argv[c->argc] = c->store[c->argc];
+    c->argv[++c->argc] = NULL;
+}
+
+static int run_ok(const struct asc_run_result *r)
+{
+    return r->exited && r->exit_code == 0 && !r->timed_out && !r->flooded;
+}
+
+/* ---------------------------------------------------------- open/close --- */
+
+static int rt_write(struct platform *p, struct ascend *a)
+{
+    char path[ASC_PATH_MAX];
+    snprintf(path, sizeof path, "%.190s/rt", a->work);
+    if (mkdir(path, 0700) != 0 && errno != EEXIST)
+        return set_err(p, PLAT_ERR_WORKDIR, "mkdir %.300s: %.100s", path, strerror(errno));
+    for (size_t i = 0; i < sizeof rt_files / sizeof rt_files[0]; i++) {
+        const struct embed_file *e = embed_find(rt_files[i].from);
+        if (!e)
+            return set_err(p, PLAT_ERR_HARNESS, "embedded file %s missing", rt_files[i].from);
+        snprintf(path, sizeof path, "%.190s/rt/%s", a->work, rt_files[i].to);
+        if (file_write(path, e->data, e->len))
+            return set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", path);
+    }
+    return 0;
+}
+
+static int asc_open(struct platform *p)
+{
+    struct ascend *a = calloc(1, sizeof *a);
+    if (!a)
+        return set_err(p, PLAT_ERR_NOMEM, "out of memory");
+    p->priv = a;
+    const struct plat_settings *s = &p->set;
+    struct asc_toolkit *tk = &a->tk;
+    asc_discover(tk, s->toolkit_home, s->npu_smi, s->soc_version);
+    a->device = s->device_id;
+    if (!tk->home[0] || !tk->cmake_dir[0] || !tk->compiler[0] || !tk->cmake[0])
+        return set_err(p, PLAT_ERR_NO_TOOLCHAIN, "no usable CANN toolkit on this host: %.300s. (%s)",
+                       tk->missing, ASC_HONESTY);
+    if (s->work_dir && *s->work_dir) {
+        if (strlen(s->work_dir) >= sizeof a->work)
+            return set_err(p, PLAT_ERR_WORKDIR, "work dir path too long (max %zu)", sizeof a->work - 1);
+        snprintf(a->work, sizeof a->work, "%s", s->work_dir);
+        mkdir(a->work, 0700);
+    } else {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(a->work, sizeof a->work, "%.150s/kope-ascend-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(a->work))
+            return set_err(p, PLAT_ERR_WORKDIR, "mkdtemp %.150s: %.100s", a->work, strerror(errno));
+        a->own_work = 1;
+    }
+    return rt_write(p, a);
+}
+
+static void asc_close(struct platform *p)
+{
+    struct ascend *a = p->priv;
+    if (!a)
+        return;
+    if (a->own_work && a->work[0])
+        rm_tree(a->work);
+    free(a);
+    p->priv = NULL;
+}
+
+static int asc_describe(struct platform *p, struct plat_desc *out)
+{
+    struct ascend *a = p->priv;
+    const struct asc_toolkit *tk = &a->tk;
+    struct utsname u;
+    snprintf(out->name, sizeof out->name, "ascend");
+    snprintf(out->arch, sizeof out->arch, "%.31s", uname(&u) == 0 ? u.machine : "unknown");
+    snprintf(out->isa, sizeof out->isa, "%s", tk->soc[0] ? tk->soc : "unknown SoC");
+    out->emulated = tk->fake;
+    snprintf(out->cc, sizeof out->cc, "%.200s (CANN %.40s)", tk->compiler, tk->version);
+    snprintf(out->runner, sizeof out->runner, "%s", tk->msprof[0] ? "msprof op" : "");
+    snprintf(out->note, sizeof out->note, "%s; NPU %s%s; %s",
+             tk->fake ? "FAKE toolkit (tests/fake-cann): kernels run on the host CPU, "
+                        "results are not NPU results"
+                      : "CANN toolkit",
+             tk->npu_found ? tk->npu_name : "none found",
+             tk->npu_found && strcmp(tk->npu_health, "OK") != 0 ? " (not healthy)" : "",
+             tk->msprof[0] ? "timed by msprof op" : "timed by device events");
+    return 0;
+}
+
+/* -------------------------------------------------------------- compile --- */
+
+static int block_dim_for(const struct ascend *a, const struct plat_task *t)
+{
+    int n = t->family == PLAT_FAM_MATMUL ? a->tk.ai_cores
+                                         : (a->tk.vector_cores ? a->tk.vector_cores : a->tk.ai_cores);
+    if (n <= 0)
+        n = 8;
+    return n > 65535 ? 65535 : n;
+}
+
+/* Run one build step; on a failed step fill out (COMPILE_ERROR) and return 1. */
+static int build_step(struct platform *p, struct cmd *c, struct plat_build *out, const char *what,
+                      int *failed)
+{
+    *failed = 0;
+    if (c->overflow)
+        return set_err(p, PLAT_ERR_INTERNAL, "command line too long");
+    int timeout = p->set.compile_timeout_ms > 0 ? p->set.compile_timeout_ms : ASC_COMPILE_TIMEOUT_MS;
+    struct asc_run r = {.argv = c->argv, .timeout_ms = timeout, .output_cap = (uint64_t)8 << 20,
+                        .out = out->diag, .out_len = sizeof out->diag};
+    struct asc_run_result res;
+    int rc = asc_child_run(&r, &res, p->err, sizeof p->err);
+    if (rc)
+        return set_err(p, rc, "%s: %.400s", what, p->err);
+    if (res.exited && res.exit_code == 127 && strstr(out->diag, "kope: cannot run"))
+        return set_err(p, PLAT_ERR_NO_TOOLCHAIN, "%s: %.400s", what, out->diag);
+    out->diag_truncated = res.truncated;
+    if (!run_ok(&res)) {
+        *failed = 1;
+        out->reason = PLAT_FAIL_COMPILE_ERROR;
+        snprintf(out->detail, sizeof out->detail, "%s %s", what,
+                 res.timed_out ? "timed out" : "failed");
+    }
+    return 0;
+}
+
+static int asc_compile(struct platform *p, const struct plat_task *t, const char *src, size_t len,
+                       struct plat_build *out)
+{
+    struct ascend *a = p->priv;
+    const struct asc_toolkit *tk = &a->tk;
+    double t0 = now_ms();
+    int rc = 0, failed = 0;
+    if (len > PLAT_SRC_MAX) {
+        out->reason = PLAT_FAIL_SCREEN_REJECTED;
+        out->screen_rule = PLAT_SCREEN_TOO_BIG;
+        snprintf(out->detail, sizeof out->detail, "source over %d bytes", PLAT_SRC_MAX);
+        goto out;
+    }
+    if (!(p->set.flags & PLAT_SET_UNSAFE_NO_SCREEN) &&
+        asc_screen_source(src, len, &out->screen_rule, out->detail, sizeof out->detail)) {
+        out->reason = PLAT_FAIL_SCREEN_REJECTED;
+        goto out;
+    }
+    if (!tk->soc[0])
+        return set_err(p, PLAT_ERR_NO_RUNNER,
+                       "no SoC version to build for: no NPU found (%.300s) and platform.ascend.soc "
+                       "is not set", tk->missing);
+    out->id = ++a->next_id;
+    char dir[256], path[ASC_PATH_MAX], build[300];
+    snprintf(dir, sizeof dir, "%.200s/c%llu", a->work, (unsigned long long)out->id);
+    snprintf(build, sizeof build, "%s/build", dir);
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return set_err(p, PLAT_ERR_WORKDIR, "mkdir %.300s: %.100s", dir, strerror(errno));
+    snprintf(path, sizeof path, "%s/kernel.cpp", dir);
+    if (file_write(path, src, len))
+        return set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", path);
+    const struct embed_file *cm = embed_find("platform/ascend/embed/CMakeLists.txt");
+    snprintf(path, sizeof path, "%s/CMakeLists.txt", dir);
+    if (!cm || file_write(path, cm->data, cm->len))
+        return set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", path);
+
+    struct cmd c;
+    cmd_init(&c);
+    cmd_arg(&c, "%s", tk->cmake);
+    cmd_arg(&c, "-S");
+    cmd_arg(&c, "%s", dir);
+    cmd_arg(&c, "-B");
+    cmd_arg(&c, "%s", build);
+    cmd_arg(&c, "-DSOC_VERSION=%s", tk->soc);
+    cmd_arg(&c, "-DASCEND_CANN_PACKAGE_PATH=%s", tk->home);
+    cmd_arg(&c, "-DKOPE_RT=%.190s/rt", a->work);
+    cmd_arg(&c, "-DKOPE_FAMILY=%d", (int)t->family);
+    cmd_arg(&c, "-DKOPE_HAVE_ACLNN=0");
+    rc = build_step(p, &c, out, "cmake configure", &failed);
+    if (rc || failed)
+        goto out;
+    /* the candidate alone first: its diagnostics are the ones that matter */
+    static const char *const targets[] = {"kope_kernels", "kope_host"};
+    for (int i = 0; i < 2; i++) {
+        cmd_init(&c);
+        cmd_arg(&c, "%s", tk->cmake);
+        cmd_arg(&c, "--build");
+        cmd_arg(&c, "%s", build);
+        cmd_arg(&c, "--target");
+        cmd_arg(&c, "%s", targets[i]);
+        rc = build_step(p, &c, out, i == 0 ? "kernel build (ascendc_library)"
+                                           : "host program build (launch signature vs the family ABI)",
+                        &failed);
+        if (rc || failed)
+            goto out;
+    }
+    snprintf(out->path, sizeof out->path, "%s/kope_host", build);
+    if (access(out->path, X_OK) != 0)
+        return set_err(p, PLAT_ERR_HARNESS, "build finished but %.300s is missing", out->path);
+    out->diag[0] = '\0';
+    out->diag_truncated = 0;
+    out->ok = 1;
+out:
+    out->compile_ms = now_ms() - t0;
+    return rc;
+}
+
+static void asc_build_free(struct platform *p, struct plat_build *b)
+{
+    struct ascend *a = p->priv;
+    if (!a || !b->id)
+        return;
+    char dir[256];
+    snprintf(dir, sizeof dir, "%.200s/c%llu", a->work, (unsigned long long)b->id);
+    rm_tree(dir);
+    b->path[0] = '\0';
+    b->ok = 0;
+}
+
+/* ----------------------------------------------------------- host runs --- */
+
+static enum plat_fail fail_parse(const char *s)
+{
+    for (int f = 0; f < PLAT_FAIL_COUNT; f++)
+        if (strcmp(plat_fail_name((enum plat_fail)f), s) == 0)
+            return (enum plat_fail)f;
+    return PLAT_FAIL_HARNESS;
+}
+
+struct htime {
+    char name[PLAT_NAME_MAX];
+    double med, min, spread;
+    int reps, warm;
+};
+
+/* What one host-program run produced (report protocol of the K3 harness). */
+struct hrun {
+    struct asc_run_result res;
+    char out[1024];
+    int done;
+    enum plat_fail fail;
+    char fail_detail[PLAT_DETAIL_MAX];
+    struct plat_case cases[PLAT_MAX_CASES];
+    int n_cases;
+    struct htime times[PLAT_MAX_BASELINES + 1];
+    int n_times;
+    char method[400];
+};
+
+static void report_parse(char *text, struct hrun *h)
+{
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (strcmp(line, "done") == 0) {
+            h->done = 1;
+        } else if (strncmp(line, "fail ", 5) == 0) {
+            char reason[48] = "";
+            int sig = 0, off = 0;
+            if (sscanf(line + 5, "%47s %d %n", reason, &sig, &off) >= 2 && h->fail == PLAT_FAIL_NONE) {
+                h->fail = fail_parse(reason);
+                snprintf(h->fail_detail, sizeof h->fail_detail, "%s", line + 5 + off);
+            }
+        } else if (strncmp(line, "case ", 5) == 0 && h->n_cases < PLAT_MAX_CASES) {
+            struct plat_case *c = &h->cases[h->n_cases];
+            char label[48], reason[48];
+            unsigned long long v[6], fb;
+            int pass;
+            if (sscanf(line + 5, "%47s %llu %llu %llu %llu %llu %llu %d %47s %lf %lf %lf %llu", label,
+                       &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &pass, reason, &c->max_abs,
+                       &c->max_rel, &c->norm_err, &fb) == 13) {
+                snprintf(c->label, sizeof c->label, "%s", label);
+                c->n = v[0]; c->rows = v[1]; c->cols = v[2]; c->m = v[3]; c->k = v[4]; c->batch = v[5];
+                c->pass = pass;
+                c->reason = fail_parse(reason);
+                c->first_bad = fb;
+                h->n_cases++;
+            }
+        } else if (strncmp(line, "time ", 5) == 0 && h->n_times < PLAT_MAX_BASELINES + 1) {
+            struct htime *t = &h->times[h->n_times];
+            char name[PLAT_NAME_MAX];
+            if (sscanf(line + 5, "%63s %lf %lf %lf %d %d", name, &t->med, &t->min, &t->spread,
+                       &t->reps, &t->warm) == 6) {
+                snprintf(t->name, sizeof t->name, "%s", name);
+                h->n_times++;
+            }
+        } else if (strncmp(line, "method ", 7) == 0) {
+            size_t l = strlen(h->method);
+            snprintf(h->method + l, sizeof h->method - l, "%s%s", l ? "; " : "", line + 7);
+        }
+    }
+}
+
+static void host_args(struct platform *p, struct cmd *c, const struct plat_task *t,
+                      const struct plat_build *b, const char *mode, const char *report)
+{
+    struct ascend *a = p->priv;
+    const struct plat_settings *s = &p->set;
+    cmd_arg(c, "%s", b->path);
+    cmd_arg(c, "mode=%s", mode);
+    cmd_arg(c, "op=%s", plat_op_name(t->op));
+    cmd_arg(c, "n=%llu", (unsigned long long)t->n);
+    cmd_arg(c, "rows=%llu", (unsigned long long)t->rows);
+    cmd_arg(c, "cols=%llu", (unsigned long long)t->cols);
+    cmd_arg(c, "m=%llu", (unsigned long long)t->m);
+    cmd_arg(c, "k=%llu", (unsigned long long)t->k);
+    cmd_arg(c, "batch=%llu", (unsigned long long)t->batch);
+    cmd_arg(c, "rtol=%.17g", t->rtol);
+    cmd_arg(c, "atol=%.17g", t->atol);
+    cmd_arg(c, "seed=%llu", (unsigned long long)(0x6b6f7065ull + b->id * 1000003ull));
+    cmd_arg(c, "report=%s", report);
+    cmd_arg(c, "device=%d", a->device);
+    cmd_arg(c, "block_dim=%d", block_dim_for(a, t));
+    cmd_arg(c, "max_work=%.0f", a->tk.fake ? ASC_MAX_WORK_EMULATED : 0.0);
+    cmd_arg(c, "min_ms=%d", s->min_repeat_ms > 0 ? s->min_repeat_ms : ASC_MIN_REPEAT_MS);
+    cmd_arg(c, "max_rep=%d", s->max_repeats > 0 ? s->max_repeats : 1000);
+    cmd_arg(c, "warmup=%d", ASC_WARMUP);
+    cmd_arg(c, "launches=%d", ASC_LAUNCHES);
+}
+
+/* Run the host program (optionally under `msprof op`); parse its report. */
+static int host_run(struct platform *p, const struct plat_task *t, const struct plat_build *b,
+                    const char *mode, const char *prof_dir, struct hrun *h)
+{
+    struct ascend *a = p->priv;
+    memset(h, 0, sizeof *h);
+    if (!a->tk.npu_found)
+        return set_err(p, PLAT_ERR_NO_RUNNER, "no Ascend NPU to run on: %.400s", a->tk.missing);
+    char dir[256], report[ASC_PATH_MAX];
+    snprintf(dir, sizeof dir, "%.200s/c%llu", a->work, (unsigned long long)b->id);
+    snprintf(report, sizeof report, "%s/%s.report", dir, mode);
+    unlink(report);
+    struct cmd c;
+    cmd_init(&c);
+    if (prof_dir) {
+        cmd_arg(&c, "%s", a->tk.msprof);
+        cmd_arg(&c, "op");
+        cmd_arg(&c, "--output=%s", prof_dir);
+        cmd_arg(&c, "--kernel-name=kope_kernel");
+        cmd_arg(&c, "--warm-up=%d", ASC_WARMUP);
+        cmd_arg(&c, "--launch-count=%d", ASC_LAUNCHES);
+    }
+    host_args(p, &c, t, b, mode, report);
+    if (c.overflow)
+        return set_err(p, PLAT_ERR_INTERNAL, "host program command line too long");
+    const struct plat_settings *s = &p->set;
+    struct asc_run r = {
+        .argv = c.argv, .cwd = dir,
+        .timeout_ms = s->timeout_ms > 0 ? s->timeout_ms : ASC_RUN_TIMEOUT_MS,
+        .output_cap = s->output_cap_bytes ? s->output_cap_bytes : ASC_OUTPUT_CAP,
+        .out = h->out, .out_len = sizeof h->out,
+    };
+    int rc = asc_child_run(&r, &h->res, p->err, sizeof p->err);
+    if (rc)
+        return rc;
+    FILE *f = fopen(report, "rb");
+    if (f) {
+        char *text = malloc(ASC_REPORT_MAX + 1);
+        if (!text) {
+            fclose(f);
+            return set_err(p, PLAT_ERR_NOMEM, "out of memory");
+        }
+        size_t n = fread(text, 1, ASC_REPORT_MAX, f);
+        text[n] = '\0';
+        fclose(f);
+        report_parse(text, h);
+        free(text);
+    }
+    return 0;
+}
+
+/* The run's fate, most specific first: our kills, the host program's own
+ * verdict (ACL errors included), signals, then the per-case results. */
+static void classify(const struct hrun *h, enum plat_fail *reason, int *sig, char *detail, size_t dl)
+{
+    *reason = PLAT_FAIL_NONE;
+    *sig = 0;
+    if (h->res.flooded) {
+        *reason = PLAT_FAIL_OUTPUT_FLOOD;
+        snprintf(detail, dl, "printed over %llu bytes; killed", (unsigned long long)h->res.output_bytes);
+    } else if (h->res.timed_out) {
+        *reason = PLAT_FAIL_TIMEOUT;
+        snprintf(detail, dl, "no result after %.0f ms (kernel hang?); killed", h->res.wall_ms);
+    } else if (h->fail != PLAT_FAIL_NONE) {
+        *reason = h->fail;
+        snprintf(detail, dl, "%s", h->fail_detail);
+    } else if (h->res.signaled) {
+        *reason = PLAT_FAIL_CRASH;
+        *sig = h->res.signal;
+        snprintf(detail, dl, "host program killed by signal %d (%s)", h->res.signal, strsignal(h->res.signal));
+    } else if (!h->done) {
+        *reason = PLAT_FAIL_HARNESS;
+        snprintf(detail, dl, "run ended without a report (exit %d): %.120s", h->res.exit_code, h->out);
+    } else {
+        for (int i = 0; i < h->n_cases; i++)
+            if (!h->cases[i].pass) {
+                *reason = h->cases[i].reason;
+                snprintf(detail, dl, "case %s: %s at element %llu", h->cases[i].label,
+                         plat_fail_name(h->cases[i].reason), (unsigned long long)h->cases[i].first_bad);
+                break;
+            }
+    }
+}
+
+static int asc_verify(struct platform *p, const struct plat_task *t, const struct plat_build *b,
+                      struct plat_verify *out)
+{
+    struct ascend *a = p->priv;
+    struct hrun *h = malloc(sizeof *h);
+    if (!h)
+        return set_err(p, PLAT_ERR_NOMEM, "out of memory");
+    int rc = host_run(p, t, b, "verify", NULL, h);
+    if (rc)
+        goto out;
+    out->emulated = a->tk.fake;
+    out->wall_ms = h->res.wall_ms;
+    out->n_cases = h->n_cases;
+    memcpy(out->cases, h->cases, sizeof h->cases);
+    for (int i = 0; i < h->n_cases; i++) {
+        const struct plat_case *c = &h->cases[i];
+        if (c->max_abs > out->max_abs) out->max_abs = c->max_abs;
+        if (c->max_rel > out->max_rel) out->max_rel = c->max_rel;
+        if (c->norm_err > out->norm_err) out->norm_err = c->norm_err;
+    }
+    classify(h, &out->reason, &out->signal, out->detail, sizeof out->detail);
+    out->pass = out->reason == PLAT_FAIL_NONE && h->done && h->n_cases > 0;
+    if (!out->pass && out->reason == PLAT_FAIL_NONE) {
+        out->reason = PLAT_FAIL_HARNESS;
+        snprintf(out->detail, sizeof out->detail, "no case was reported");
+    }
+out:
+    free(h);
+    return rc;
+}
+
+static int cmp_d(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* `msprof op` around mode=profile: the device-side Task Duration of each
+ * collected launch. Returns the number of samples (0 = not available; why in
+ * why). Never fails the measurement: events timing stands without it. */
+static int msprof_time(struct platform *p, const struct plat_task *t, const struct plat_build *b,
+                       double *ns, int max, char *why, size_t why_len)
+{
+    struct ascend *a = p->priv;
+    if (!a->tk.msprof[0]) {
+        snprintf(why, why_len, "msprof not in the toolkit");
+        return 0;
+    }
+    char prof[300];
+    snprintf(prof, sizeof prof, "%.200s/c%llu/msprof", a->work, (unsigned long long)b->id);
+    rm_tree(prof);
+    if (mkdir(prof, 0700) != 0) {
+        snprintf(why, why_len, "cannot make the msprof output dir");
+        return 0;
+    }
+    struct hrun *h = malloc(sizeof *h);
+    if (!h) {
+        snprintf(why, why_len, "out of memory");
+        return 0;
+    }
+    int n = 0;
+    int rc = host_run(p, t, b, "profile", prof, h);
+    if (rc) {
+        snprintf(why, why_len, "msprof op did not run: %.150s", p->err);
+        p->err[0] = '\0';
+        p->rc = 0;
+    } else if (!run_ok(&h->res) || !h->done) {
+        snprintf(why, why_len, "msprof op failed (exit %d): %.150s", h->res.exit_code, h->out);
+    } else {
+        n = asc_msprof_collect(prof, "kope_kernel", ns, max);
+        if (n <= 0) {
+            snprintf(why, why_len, "msprof op left no OpBasicInfo.csv with a Task Duration column");
+            n = 0;
+        }
+    }
+    free(h);
+    return n;
+}
+
+static int asc_measure(struct platform *p, const struct plat_task *t, const struct plat_build *b,
+                       struct plat_measure *out)
+{
+    struct ascend *a = p->priv;
+    double *ns = NULL;
+    struct hrun *h = malloc(sizeof *h);
+    if (!h)
+        return set_err(p, PLAT_ERR_NOMEM, "out of memory");
+    int rc = host_run(p, t, b, "measure", NULL, h);
+    if (rc)
+        goto out;
+    out->emulated = a->tk.fake;
+    out->wall_ms = h->res.wall_ms;
+    classify(h, &out->reason, &out->signal, out->detail, sizeof out->detail);
+    if (out->reason == PLAT_FAIL_WRONG_RESULT || out->reason == PLAT_FAIL_UNWRITTEN_OUTPUT) {
+        for (int i = 0; i < h->n_cases; i++)
+            if (strcmp(h->cases[i].label, "post-timing") == 0 && !h->cases[i].pass && h->cases[0].pass) {
+                out->reason = PLAT_FAIL_STATEFUL;
+                snprintf(out->detail, sizeof out->detail,
+                         "right before timing, wrong after it with inputs reseeded in place");
+            }
+    }
+    out->ok = out->reason == PLAT_FAIL_NONE && h->done && h->n_times > 0;
+    if (!out->ok && out->reason == PLAT_FAIL_NONE) {
+        out->reason = PLAT_FAIL_HARNESS;
+        snprintf(out->detail, sizeof out->detail, "no timing was reported");
+    }
+    plat_task_work(t, &out->flops, &out->bytes);
+    if (h->n_times > 0) {
+        out->median_ns = h->times[0].med;
+        out->min_ns = h->times[0].min;
+        out->spread = h->times[0].spread;
+        out->repeats = h->times[0].reps;
+        out->warmup = h->times[0].warm;
+    }
+    char prof_note[200] = "";
+    if (out->ok) {
+        ns = malloc(ASC_MSPROF_MAX_SAMPLES * sizeof *ns);
+        int n = ns ? msprof_time(p, t, b, ns, ASC_MSPROF_MAX_SAMPLES, prof_note, sizeof prof_note) : 0;
+        if (n > 0) {
+            qsort(ns, (size_t)n, sizeof *ns, cmp_d);
+            double med = n % 2 ? ns[n / 2] : 0.5 * (ns[n / 2 - 1] + ns[n / 2]);
+            double p10 = ns[n / 10], p90 = ns[(n * 9) / 10 < n ? (n * 9) / 10 : n - 1];
+            snprintf(prof_note, sizeof prof_note,
+                     "candidate time = msprof op Task Duration, %d launches after %d warm-up "
+                     "(device events median %.0f ns kept in method)", n, ASC_WARMUP, out->median_ns);
+            out->median_ns = med;
+            out->min_ns = ns[0];
+            out->spread = med > 0 ? (p90 - p10) / med : 0;
+            out->repeats = n;
+            out->warmup = ASC_WARMUP;
+        } else if (!prof_note[0]) {
+            snprintf(prof_note, sizeof prof_note, "msprof op unavailable");
+        }
+    }
+    snprintf(out->method, sizeof out->method, "%.120s; %.120s; baseline: none (vendor aclnn operator "
+             "not wired yet)%.60s", h->method, prof_note,
+             a->tk.fake ? "; FAKE TOOLKIT: host-CPU emulation, times are not NPU speed" : "");
+    out->n_baselines = 0; /* no ratio is claimed without a same-run baseline */
+out:
+    free(ns);
+    free(h);
+    return rc;
+}
+
+/* --------------------------------------------------------------- probe --- */
+
+static int asc_probe(struct platform *p, struct plat_probe *out)
+{
+    struct ascend *a = p->priv;
+    const struct asc_toolkit *tk = &a->tk;
+    snprintf(out->target, sizeof out->target, "ascend");
+    out->emulated = tk->fake;
+    snprintf(out->soc, sizeof out->soc, "%s", tk->soc);
+    snprintf(out->isa, sizeof out->isa, "%s", tk->soc[0] ? tk->soc : "unknown");
+    out->n_cores = tk->ai_cores;
+    out->vector_cores = tk->vector_cores;
+    out->ub_bytes = tk->ub_bytes;
+    out->l1d_bytes = tk->l1_bytes;  /* the AI Core's L1 buffer */
+    out->l2_bytes = tk->l2_bytes;
+    out->hbm_bytes = tk->hbm_bytes;
+    snprintf(out->toolkit, sizeof out->toolkit,
+             "CANN %.20s at %.60s (from %.30s); bisheng %.7s; ascendc_kernel_cmake %.7s; msprof op %.3s; "
+             "aclnn vendor ops %.22s; cmake %.7s",
+             tk->version, tk->home, tk->home_from, tk->compiler[0] ? "yes" : "MISSING",
+             tk->cmake_dir[0] ? "yes" : "MISSING", tk->msprof[0] ? "yes" : "no",
+             tk->has_aclnn ? "present (not used yet)" : "no", tk->cmake[0] ? "yes" : "MISSING");
+    snprintf(out->method, sizeof out->method, "npu-smi info (%.90s); %s/<SoC>.ini",
+             tk->npu_smi[0] ? tk->npu_smi : "absent", tk->platform_config[0] ? "platform_config" : "no platform_config");
+    snprintf(out->note, sizeof out->note, "%s%s",
+             tk->fake ? "FAKE toolkit: every number comes from tests/fake-cann, not from hardware. " : "",
+             ASC_HONESTY);
+    if (!tk->npu_found)
+        return set_err(p, PLAT_ERR_NO_RUNNER, "toolkit found (%.200s) but no NPU: %.250s",
+                       out->toolkit, tk->missing);
+    if (!tk->ai_cores)
+        return set_err(p, PLAT_ERR_NO_RUNNER, "NPU %s found but its core counts are unknown: %.300s",
+                       tk->npu_name, tk->missing);
+    return 0;
+}
+
+const struct platform_ops plat_ascend_ops = {
+    .name = "ascend",
+    .open = asc_open,
+    .close = asc_close,
+    .describe = asc_describe,
+    .compile = asc_compile,
+    .verify = asc_verify,
+    .measure = asc_measure,
+    .probe = asc_probe,
+    .build_free = asc_build_free,
+};
