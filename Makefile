@@ -137,7 +137,7 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/libkope.a $(wildcard tests/*.h) $(TESTROOT)
 	    $(FINAL_LDFLAGS) $(LIBS) $(TESTROOT)/lib/libcmocka.a -o $@
 
 # --- net/ tests (issue 4): the loopback TLS server they #include.
-$(BUILD)/tests/test_llm $(BUILD)/tests/test_cli_llm: tests/tls_server.c
+$(BUILD)/tests/test_llm $(BUILD)/tests/test_cli_llm $(BUILD)/tests/test_agent_llm: tests/tls_server.c
 
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libkope.a
 	@mkdir -p $(dir $@)

@@ -1,0 +1,340 @@
+/*
+ * tests/test_agent_llm.c - the agent's LLM path end to end against the
+ * loopback TLS server (tests/tls_server.c), and the queue's durability.
+ *
+ *   - `kope run` with an endpoint: trial 1 is the tuner's safe default, then
+ *     the LLM proposes; its replies become decisions, and the compile error
+ *     and the wrong result of one attempt are in the next request's prompt.
+ *   - calls queued while the link is down are sent by `kope queue flush`,
+ *     which is SIGKILLed at 20 random points while calls are sent and
+ *     replies applied; afterwards every call was applied exactly once and
+ *     the store passes PRAGMA integrity_check.
+ */
+#include "testutil.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <time.h>
+
+#include <cJSON.h>
+
+#include "core/graph.h"
+#include "platform/k3/k3_templates.h"
+#include "store/queue.h"
+#include "store/store.h"
+
+#include "tls_server.c"
+
+static struct ts_pki pki;
+
+static int setup(void **state)
+{
+    (void)state;
+    return ts_pki_make(getenv("KOPE_TEST_TMP") ? getenv("KOPE_TEST_TMP") : "/tmp", &pki);
+}
+
+static const char *SUITE = "{\"suite\":\"one\",\"tasks\":["
+                           "{\"name\":\"add-a\",\"op\":\"add\",\"dtype\":\"f32\",\"shape\":{\"n\":1000}}]}";
+
+static const char *write_suite(void)
+{
+    const char *p = tpath("one.json");
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(SUITE, f);
+    fclose(f);
+    return p;
+}
+
+/* A chat completion whose content is the reply format around src. */
+static char *chat_body(const char *tags, const char *src)
+{
+    char *content = malloc(strlen(src) + 512);
+    assert_non_null(content);
+    sprintf(content, "TAGS: %s\nRATIONALE: test reply\n```c\n%s\n```\n", tags, src);
+    cJSON *j = cJSON_CreateObject(), *ch = cJSON_AddArrayToObject(j, "choices"), *c0 = cJSON_CreateObject();
+    cJSON *msg = cJSON_AddObjectToObject(c0, "message");
+    cJSON_AddStringToObject(msg, "role", "assistant");
+    cJSON_AddStringToObject(msg, "content", content);
+    cJSON_AddStringToObject(c0, "finish_reason", "stop");
+    cJSON_AddItemToArray(ch, c0);
+    cJSON_AddStringToObject(j, "model", "test-model");
+    cJSON *u = cJSON_AddObjectToObject(j, "usage");
+    cJSON_AddNumberToObject(u, "prompt_tokens", 100);
+    cJSON_AddNumberToObject(u, "completion_tokens", 50);
+    char *out = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    free(content);
+    return out;
+}
+
+static const char *BAD_COMPILE =
+    "#include \"kernel_abi.h\"\n"
+    "void kope_kernel(size_t n, const float *x, const float *y, float *out, const struct kope_scalars *s)\n"
+    "{ (void)s; for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i] + no_such_variable; }\n";
+static const char *WRONG =
+    "#include \"kernel_abi.h\"\n"
+    "void kope_kernel(size_t n, const float *x, const float *y, float *out, const struct kope_scalars *s)\n"
+    "{ (void)s; for (size_t i = 0; i < n; i++) out[i] = x[i] - y[i]; }\n";
+
+static char *good_source(void)
+{
+    const struct k3_template *tp = k3_template_for(PLAT_OP_ADD);
+    int v[K3_PARAM_MAX];
+    k3_point_default(tp, v);
+    v[0] = 2; /* LMUL 2: a valid point that is not the default (usually) */
+    if (!k3_point_valid(tp, v))
+        k3_point_default(tp, v);
+    char *src = k3_point_source(tp, v, NULL);
+    assert_non_null(src);
+    return src;
+}
+
+static void llm_env(int port)
+{
+    char url[128];
+    snprintf(url, sizeof url, "https://127.0.0.1:%d/v1", port);
+    setenv("KOPE_LLM_BASE_URL", url, 1);
+    setenv("KOPE_LLM_MODEL", "test-model", 1);
+    setenv("KOPE_LLM_CA_FILE", pki.ca, 1);
+    setenv("KOPE_LLM_API_KEY", "sk-test", 1);
+    setenv("KOPE_LLM_RETRIES", "0", 1);
+    setenv("KOPE_LLM_TIMEOUT_MS", "5000", 1);
+    unsetenv("KOPE_CONFIG");
+    unsetenv("https_proxy");
+    unsetenv("HTTPS_PROXY");
+}
+
+struct llm_count {
+    int dec, llm, pass, compile_error, wrong;
+    long tokens;
+};
+
+static void count_llm(const char *db, struct llm_count *c)
+{
+    struct store *st;
+    char err[256];
+    memset(c, 0, sizeof *c);
+    assert_int_equal(store_open(db, &st, err, sizeof err), 0);
+    struct graph g;
+    graph_init(&g, st);
+    uint8_t id[32];
+    assert_int_equal(graph_task_find(&g, "add-a", id), 0);
+    struct graph_tree t;
+    assert_int_equal(graph_tree_load(&g, id, &t), 0);
+    for (size_t i = 0; i < t.n; i++) {
+        const cJSON *db_ = cJSON_GetObjectItemCaseSensitive(t.nodes[i].dec.json, "body");
+        const cJSON *ob = cJSON_GetObjectItemCaseSensitive(t.nodes[i].out.json, "body");
+        const cJSON *who = cJSON_GetObjectItemCaseSensitive(db_, "proposer");
+        const cJSON *st_ = cJSON_GetObjectItemCaseSensitive(ob, "status");
+        const cJSON *tk = cJSON_GetObjectItemCaseSensitive(db_, "tokens");
+        c->dec++;
+        if (cJSON_IsString(who) && strcmp(who->valuestring, "llm") == 0) {
+            c->llm++;
+            assert_true(cJSON_IsObject(tk));
+            c->tokens += (long)cJSON_GetObjectItemCaseSensitive(tk, "in")->valuedouble +
+                         (long)cJSON_GetObjectItemCaseSensitive(tk, "out")->valuedouble;
+        }
+        assert_true(cJSON_IsString(st_));
+        c->pass += strcmp(st_->valuestring, "pass") == 0;
+        c->compile_error += strcmp(st_->valuestring, "compile_error") == 0;
+        c->wrong += strcmp(st_->valuestring, "wrong_result") == 0;
+    }
+    graph_tree_free(&t);
+    graph_free(&g);
+    store_close(st);
+}
+
+static void test_llm_loop(void **state)
+{
+    (void)state;
+    static char out[65536];
+    char *good = good_source();
+    char *b1 = chat_body("broken", BAD_COMPILE), *b2 = chat_body("scalar-sub", WRONG),
+         *b3 = chat_body("lmul2", good);
+    const struct ts_reply script[] = {{.status = 200, .body = b1}, {.status = 200, .body = b2},
+                                      {.status = 200, .body = b3}};
+    struct ts_server srv;
+    assert_int_equal(ts_start(&srv, pki.cert, pki.key, script, 3), 0);
+    llm_env(srv.port);
+    const char *db = tpath("llm.db"), *suite = write_suite();
+    int rc = run_cmd(out, sizeof out, "%s --db %s run --suite %s --budget 4", kope_bin(), db, suite);
+    if (rc != 0)
+        print_error("%s\n", out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "passed 1/1 tasks"));
+    assert_non_null(strstr(out, "450 LLM tokens"));
+    assert_int_equal(srv.n_req, 3);
+    /* the compile error, then the wrong result, come back in the next prompt */
+    assert_non_null(strstr(srv.req[1].body, "compile_error"));
+    assert_non_null(strstr(srv.req[1].body, "no_such_variable"));
+    assert_non_null(strstr(srv.req[2].body, "wrong_result"));
+    assert_string_equal(ts_header(&srv.req[0], "Authorization"), "Bearer sk-test");
+    struct llm_count c;
+    count_llm(db, &c);
+    assert_int_equal(c.dec, 4);
+    assert_int_equal(c.llm, 3);
+    assert_int_equal(c.compile_error, 1);
+    assert_int_equal(c.wrong, 1);
+    assert_int_equal(c.pass, 2);
+    assert_int_equal(c.tokens, 450);
+    /* each call is in the queue, applied */
+    rc = run_cmd(out, sizeof out, "%s --db %s queue list", kope_bin(), db);
+    assert_int_equal(rc, 0);
+    assert_null(strstr(out, "pending"));
+    assert_non_null(strstr(out, "done"));
+    /* --offline never calls */
+    rc = run_cmd(out, sizeof out, "%s --db %s run --suite %s --budget 2 --offline", kope_bin(), db, suite);
+    assert_int_equal(rc, 0);
+    assert_int_equal(srv.n_req, 3);
+    ts_stop(&srv);
+    free(b1);
+    free(b2);
+    free(b3);
+    free(good);
+}
+
+/* A dead link: the call is queued and the tuner carries on. */
+static void test_link_down_queues(void **state)
+{
+    (void)state;
+    static char out[65536];
+    llm_env(ts_closed_port());
+    const char *db = tpath("down.db"), *suite = write_suite();
+    int rc = run_cmd(out, sizeof out, "%s --db %s run --suite %s --budget 3", kope_bin(), db, suite);
+    if (rc != 0)
+        print_error("%s\n", out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "passed 1/1 tasks"));
+    assert_non_null(strstr(out, "1 queued"));
+    rc = run_cmd(out, sizeof out, "%s --db %s queue list", kope_bin(), db);
+    assert_non_null(strstr(out, "pending"));
+    /* drop it: nothing left to send */
+    rc = run_cmd(out, sizeof out, "%s --db %s queue drop 1", kope_bin(), db);
+    assert_int_equal(rc, 0);
+    rc = run_cmd(out, sizeof out, "%s --db %s queue drop 1", kope_bin(), db);
+    assert_int_equal(rc, 1);
+    rc = run_cmd(out, sizeof out, "%s --db %s queue bogus", kope_bin(), db);
+    assert_int_equal(rc, 2);
+}
+
+/* ------------------------------------------------------ the kill test */
+
+#define N_CALLS 8
+#define N_KILLS 20
+
+static int rows_done(void *ctx, const struct store_queue_row *r)
+{
+    int *n = ctx;
+    if (strcmp(r->state, "done") == 0)
+        (*n)++;
+    return 0;
+}
+
+static void test_queue_kill(void **state)
+{
+    (void)state;
+    static char out[65536];
+    const char *db = tpath("kill.db"), *suite = write_suite();
+    /* identity, task record and a first decision, offline */
+    unsetenv("KOPE_LLM_BASE_URL");
+    int rc = run_cmd(out, sizeof out, "%s --db %s run --suite %s --budget 1 --offline", kope_bin(), db, suite);
+    assert_int_equal(rc, 0);
+    /* queue N_CALLS calls, as a run does when the link is down */
+    struct store *st;
+    char err[256];
+    assert_int_equal(store_open(db, &st, err, sizeof err), 0);
+    struct graph g;
+    graph_init(&g, st);
+    uint8_t task[32];
+    assert_int_equal(graph_task_find(&g, "add-a", task), 0);
+    struct graph_tree t;
+    assert_int_equal(graph_tree_load(&g, task, &t), 0);
+    assert_int_equal(t.n, 1);
+    int64_t qids[N_CALLS];
+    for (int i = 0; i < N_CALLS; i++) {
+        char prompt[128], ref[GRAPH_BLOB_REF];
+        uint8_t h[32];
+        snprintf(prompt, sizeof prompt, "{\"system\":\"s\",\"user\":\"call %d\",\"est\":10}", i);
+        assert_int_equal(graph_blob_put(&g, prompt, strlen(prompt), ref), 0);
+        for (int k = 0; k < 32; k++)
+            sscanf(ref + 7 + 2 * k, "%2hhx", &h[k]);
+        assert_int_equal(store_queue_push(st, task, t.nodes[0].dec.id, h, 1, &qids[i]), 0);
+    }
+    graph_tree_free(&t);
+    graph_free(&g);
+    store_close(st);
+
+    char *good = good_source();
+    char *body = chat_body("lmul2", good);
+    const struct ts_reply script[] = {{.status = 200, .body = body}};
+    struct ts_server srv;
+    assert_int_equal(ts_start(&srv, pki.cert, pki.key, script, 1), 0);
+    llm_env(srv.port);
+    srand((unsigned)time(NULL) ^ (unsigned)getpid());
+    int killed = 0;
+    for (int k = 0; k < N_KILLS; k++) {
+        int ms = 20 + rand() % 1800;
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            int fd = open("/dev/null", O_WRONLY);
+            dup2(fd, 1);
+            dup2(fd, 2);
+            execl(kope_bin(), "kope", "--db", db, "queue", "flush", (char *)NULL);
+            _exit(127);
+        }
+        struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        kill(pid, SIGKILL);
+        int wst;
+        waitpid(pid, &wst, 0);
+        killed += WIFSIGNALED(wst);
+    }
+    rc = run_cmd(out, sizeof out, "%s --db %s queue flush", kope_bin(), db);
+    if (rc != 0)
+        print_error("%s\n", out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "still queued 0"));
+    ts_stop(&srv);
+    print_message("killed %d of %d flushes mid-way\n", killed, N_KILLS);
+    assert_true(killed >= N_KILLS / 2);
+
+    /* every call applied exactly once */
+    assert_int_equal(store_open(db, &st, err, sizeof err), 0);
+    assert_int_equal(store_integrity_check(st), 0);
+    int ndone = 0;
+    assert_int_equal(store_queue_each(st, NULL, rows_done, &ndone), 0);
+    assert_int_equal(ndone, N_CALLS);
+    graph_init(&g, st);
+    assert_int_equal(graph_tree_load(&g, task, &t), 0);
+    int per[N_CALLS] = {0};
+    for (size_t i = 0; i < t.n; i++) {
+        const cJSON *q = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(t.nodes[i].dec.json, "body"),
+                                                          "queue");
+        if (!cJSON_IsNumber(q))
+            continue;
+        for (int k = 0; k < N_CALLS; k++)
+            if ((int64_t)q->valuedouble == qids[k])
+                per[k]++;
+        assert_true(t.nodes[i].has_outcome);
+    }
+    for (int k = 0; k < N_CALLS; k++)
+        assert_int_equal(per[k], 1);
+    assert_int_equal(t.n, 1 + N_CALLS);
+    graph_tree_free(&t);
+    graph_free(&g);
+    store_close(st);
+    free(body);
+    free(good);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_llm_loop),
+        cmocka_unit_test(test_link_down_queues),
+        cmocka_unit_test(test_queue_kill),
+    };
+    return cmocka_run_group_tests_name("agent_llm", tests, setup, NULL);
+}
