@@ -134,6 +134,7 @@ const char *plat_screen_rule_name(enum plat_screen_rule r)
         [PLAT_SCREEN_SYMBOL] = "forbidden_symbol",
         [PLAT_SCREEN_NO_KERNEL] = "no_kernel",
         [PLAT_SCREEN_TOO_BIG] = "too_big",
+        [PLAT_SCREEN_SYSTEM_INSN] = "system_instruction",
     };
     return (unsigned)r < PLAT_SCREEN_COUNT && names[r] ? names[r] : "unknown";
 }

@@ -206,6 +206,7 @@ enum plat_screen_rule {
     PLAT_SCREEN_SYMBOL,      /* object references a symbol outside the allow-list */
     PLAT_SCREEN_NO_KERNEL,   /* does not define kope_kernel */
     PLAT_SCREEN_TOO_BIG,     /* source over PLAT_SRC_MAX */
+    PLAT_SCREEN_SYSTEM_INSN, /* machine code holds ecall/ebreak/CSR access (e.g. asm hidden by macros) */
     PLAT_SCREEN_COUNT
 };
 const char *plat_screen_rule_name(enum plat_screen_rule r);

@@ -481,6 +481,32 @@ static void test_screen_evaded_by_macro_caught_by_object_check(void **state)
                   PLAT_SCREEN_SYMBOL);
 }
 
+static void test_screen_asm_hidden_by_macro(void **state)
+{
+    (void)state;
+    /* token pasting hides asm from the source screen; the object check finds
+     * the system instructions it produced (a raw system call, a cycle read) */
+    expect_screen("#define CAT(a, b) a##b\n" ADD_HEAD
+                  "  CAT(__as, m__) volatile(\"li a7, 220\\n ecall\" ::: \"a0\", \"a7\", \"memory\");\n" BODY,
+                  PLAT_SCREEN_SYSTEM_INSN);
+    expect_screen("#define CAT(a, b) a##b\n" ADD_HEAD
+                  "  unsigned long c; CAT(__as, m__) volatile(\"rdcycle %0\" : \"=r\"(c)); (void)c;\n" BODY,
+                  PLAT_SCREEN_SYSTEM_INSN);
+}
+
+static void test_screen_lexical_tricks(void **state)
+{
+    (void)state;
+    /* the compiler joins spliced lines, reads digraphs and skips a BOM: so
+     * does the screen */
+    expect_screen(ADD_HEAD "  extern int fo\\\nrk(void); fo\\\nrk();\n" BODY, PLAT_SCREEN_CALL);
+    expect_screen(ADD_HEAD "  __as\\\nm__ volatile(\"nop\");\n" BODY, PLAT_SCREEN_ASM);
+    expect_screen("#inc\\\nlude <stdio.h>\n" ADD_HEAD BODY, PLAT_SCREEN_HEADER);
+    expect_screen("%:include <stdio.h>\n" ADD_HEAD BODY, PLAT_SCREEN_HEADER);
+    expect_screen("\xEF\xBB\xBF#include <stdio.h>\n" ADD_HEAD BODY, PLAT_SCREEN_HEADER);
+    expect_screen(ADD_HEAD "  int caf\xC3\xA9 = 0; (void)caf\xC3\xA9;\n" BODY, PLAT_SCREEN_ATTRIBUTE);
+}
+
 static void test_screen_header(void **state)
 {
     (void)state;
@@ -641,6 +667,8 @@ int main(void)
         cmocka_unit_test(test_screen_open),
         cmocka_unit_test(test_screen_socket),
         cmocka_unit_test(test_screen_evaded_by_macro_caught_by_object_check),
+        cmocka_unit_test(test_screen_asm_hidden_by_macro),
+        cmocka_unit_test(test_screen_lexical_tricks),
         cmocka_unit_test(test_screen_header),
         cmocka_unit_test(test_screen_asm),
         cmocka_unit_test(test_screen_constructor),

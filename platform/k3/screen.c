@@ -102,6 +102,18 @@ struct lexer {
     int bol; /* at beginning of a line (only blanks so far) */
 };
 
+/* Length of a backslash-newline (line splice) at i, 0 if none. The compiler
+ * joins spliced lines before it sees tokens, so the screen must too:
+ * "fo\<newline>rk" is the identifier fork. */
+static size_t lex_splice(const struct lexer *lx, size_t i)
+{
+    if (i + 1 < lx->len && lx->s[i] == '\\' && lx->s[i + 1] == '\n')
+        return 2;
+    if (i + 2 < lx->len && lx->s[i] == '\\' && lx->s[i + 1] == '\r' && lx->s[i + 2] == '\n')
+        return 3;
+    return 0;
+}
+
 /* Skip blanks, comments, string and char literals; stop at the next token
  * character. Returns 0 at end. */
 static int lex_skip(struct lexer *lx)
@@ -114,8 +126,8 @@ static int lex_skip(struct lexer *lx)
             lx->i++;
         } else if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
             lx->i++;
-        } else if (c == '\\' && lx->i + 1 < lx->len && lx->s[lx->i + 1] == '\n') {
-            lx->i += 2;
+        } else if (lex_splice(lx, lx->i)) {
+            lx->i += lex_splice(lx, lx->i);
             lx->line++;
         } else if (c == '/' && lx->i + 1 < lx->len && lx->s[lx->i + 1] == '/') {
             while (lx->i < lx->len && lx->s[lx->i] != '\n')
@@ -147,8 +159,15 @@ static int lex_skip(struct lexer *lx)
 /* Read an identifier at lx->i into w (capped); returns its length or 0. */
 static size_t lex_ident(struct lexer *lx, char *w, size_t w_len)
 {
-    size_t n = 0;
-    while (lx->i < lx->len && (isalnum((unsigned char)lx->s[lx->i]) || lx->s[lx->i] == '_')) {
+    size_t n = 0, sp;
+    while (lx->i < lx->len) {
+        if ((sp = lex_splice(lx, lx->i))) {
+            lx->i += sp;
+            lx->line++;
+            continue;
+        }
+        if (!isalnum((unsigned char)lx->s[lx->i]) && lx->s[lx->i] != '_')
+            break;
         if (n + 1 < w_len)
             w[n++] = lx->s[lx->i];
         lx->i++;
@@ -169,9 +188,9 @@ static int reject(enum plat_screen_rule r, enum plat_screen_rule *rule, char *de
 static int screen_directive(struct lexer *lx, enum plat_screen_rule *rule, char *detail, size_t dl)
 {
     char w[64];
-    lx->i++; /* '#' */
-    while (lx->i < lx->len && (lx->s[lx->i] == ' ' || lx->s[lx->i] == '\t'))
-        lx->i++;
+    lx->i += lx->s[lx->i] == '%' ? 2 : 1; /* '#' or the digraph '%:' */
+    while (lx->i < lx->len && (lx->s[lx->i] == ' ' || lx->s[lx->i] == '\t' || lex_splice(lx, lx->i)))
+        lx->i += lex_splice(lx, lx->i) ? lex_splice(lx, lx->i) : 1;
     lex_ident(lx, w, sizeof w);
     if (strcmp(w, "include_next") == 0 || strcmp(w, "import") == 0 || strcmp(w, "embed") == 0)
         return reject(PLAT_SCREEN_HEADER, rule, detail, dl, lx->line, "directive", w);
@@ -256,9 +275,20 @@ int k3_screen_source(const char *src, size_t len, enum plat_screen_rule *rule, c
         snprintf(detail, detail_len, "source contains a NUL byte");
         return 1;
     }
+    if (len >= 3 && (unsigned char)src[0] == 0xEF && (unsigned char)src[1] == 0xBB &&
+        (unsigned char)src[2] == 0xBF)
+        lx.i = 3; /* UTF-8 byte order mark: the compiler skips it too */
     while (lex_skip(&lx)) {
         char c = src[lx.i];
-        if (c == '#' && lx.bol) {
+        if ((unsigned char)c >= 0x80) {
+            /* outside comments and strings: nothing a kernel needs, and a way
+             * to make the screen and the compiler disagree about tokens */
+            *rule = PLAT_SCREEN_ATTRIBUTE;
+            snprintf(detail, detail_len, "line %d: non-ASCII byte outside comments and strings",
+                     lx.line);
+            return 1;
+        }
+        if ((c == '#' || (c == '%' && lx.i + 1 < len && src[lx.i + 1] == ':')) && lx.bol) {
             if (screen_directive(&lx, rule, detail, detail_len))
                 return 1;
             continue;
@@ -318,6 +348,50 @@ static const char *const allowed_symbols[] = {
 
 #define OBJ_MAX_BYTES (16u << 20)
 
+/* Does [off, off+size) lie inside a file of len bytes (no overflow)? */
+static int in_file(uint64_t off, uint64_t size, size_t len)
+{
+    return off <= len && size <= len - off;
+}
+
+/* CSRs compiled RVV code may read: vl, vtype, vlenb (stack frames of
+ * scalable vectors), and the FP status/rounding registers. */
+static int csr_allowed(uint32_t csr)
+{
+    return csr == 0xC20 || csr == 0xC21 || csr == 0xC22 || csr == 0x001 || csr == 0x002 ||
+           csr == 0x003;
+}
+
+/* Walk RISC-V machine code (16-bit compressed and 32-bit instructions) and
+ * refuse the SYSTEM opcode: ecall (system calls without libc), ebreak, and
+ * CSR access outside the list above (cycle/time/instret counters, ...).
+ * This is what stops inline assembly that slipped past the source screen
+ * through macro token pasting: it has to end up as instructions here. */
+static int text_check(const unsigned char *code, size_t n, const char *sec, char *detail, size_t dl)
+{
+    size_t i = 0;
+    while (i + 2 <= n) {
+        uint16_t lo = (uint16_t)(code[i] | code[i + 1] << 8);
+        if ((lo & 3) != 3) {
+            i += 2;
+            continue;
+        }
+        if (i + 4 > n)
+            break;
+        uint32_t w = lo | (uint32_t)(code[i + 2] | code[i + 3] << 8) << 16;
+        if ((w & 0x7f) == 0x73) {
+            uint32_t funct3 = (w >> 12) & 7, csr = w >> 20;
+            if (funct3 == 0 || funct3 == 4 || !csr_allowed(csr)) {
+                snprintf(detail, dl, "machine code in %s holds a system instruction (0x%08x at +%zu): "
+                         "ecall/ebreak/CSR access are not allowed in a kernel", sec, w, i);
+                return 1;
+            }
+        }
+        i += 4;
+    }
+    return 0;
+}
+
 int k3_screen_object(const char *path, enum plat_screen_rule *rule, char *detail, size_t dl)
 {
     int rc = PLAT_ERR_IO;
@@ -349,7 +423,8 @@ int k3_screen_object(const char *path, enum plat_screen_rule *rule, char *detail
     Elf64_Ehdr eh;
     memcpy(&eh, buf, sizeof eh);
     if (eh.e_shoff == 0 || eh.e_shentsize != sizeof(Elf64_Shdr) ||
-        eh.e_shoff + (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr) > len || eh.e_shstrndx >= eh.e_shnum) {
+        !in_file(eh.e_shoff, (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr), len) ||
+        eh.e_shstrndx >= eh.e_shnum) {
         snprintf(detail, dl, "%s: bad section table", path);
         goto out;
     }
@@ -364,11 +439,16 @@ int k3_screen_object(const char *path, enum plat_screen_rule *rule, char *detail
     int has_kernel = 0;
     for (unsigned i = 0; i < eh.e_shnum && rc == 0; i++) {
         const char *name = "";
-        if (strsh->sh_offset + sh[i].sh_name < len)
-            name = (const char *)buf + strsh->sh_offset + sh[i].sh_name;
-        if (!memchr(name, '\0', len - (size_t)((const unsigned char *)name - buf)))
-            name = "?";
-        if (sh[i].sh_type == SHT_INIT_ARRAY || sh[i].sh_type == SHT_FINI_ARRAY ||
+        if (in_file(strsh->sh_offset, sh[i].sh_name, len) && strsh->sh_offset + sh[i].sh_name < len) {
+            size_t at = (size_t)(strsh->sh_offset + sh[i].sh_name);
+            name = memchr(buf + at, '\0', len - at) ? (const char *)buf + at : "?";
+        }
+        if (eh.e_machine == EM_RISCV && sh[i].sh_type == SHT_PROGBITS &&
+            (sh[i].sh_flags & SHF_EXECINSTR) && in_file(sh[i].sh_offset, sh[i].sh_size, len) &&
+            text_check(buf + sh[i].sh_offset, (size_t)sh[i].sh_size, name, detail, dl)) {
+            *rule = PLAT_SCREEN_SYSTEM_INSN;
+            rc = 1;
+        } else if (sh[i].sh_type == SHT_INIT_ARRAY || sh[i].sh_type == SHT_FINI_ARRAY ||
             sh[i].sh_type == SHT_PREINIT_ARRAY || strncmp(name, ".ctors", 6) == 0 ||
             strncmp(name, ".dtors", 6) == 0 || strncmp(name, ".init", 5) == 0 ||
             strncmp(name, ".fini", 5) == 0) {
@@ -382,14 +462,14 @@ int k3_screen_object(const char *path, enum plat_screen_rule *rule, char *detail
                      "survive across calls", name, (unsigned long long)sh[i].sh_size);
             rc = 1;
         } else if (sh[i].sh_type == SHT_SYMTAB) {
-            if (sh[i].sh_link >= eh.e_shnum || sh[i].sh_offset + sh[i].sh_size > len ||
+            if (sh[i].sh_link >= eh.e_shnum || !in_file(sh[i].sh_offset, sh[i].sh_size, len) ||
                 sh[i].sh_entsize != sizeof(Elf64_Sym)) {
                 snprintf(detail, dl, "%s: bad symbol table", path);
                 rc = PLAT_ERR_IO;
                 break;
             }
             const Elf64_Shdr *ss = &sh[sh[i].sh_link];
-            if (ss->sh_offset + ss->sh_size > len || ss->sh_size == 0) {
+            if (!in_file(ss->sh_offset, ss->sh_size, len) || ss->sh_size == 0) {
                 snprintf(detail, dl, "%s: bad string table", path);
                 rc = PLAT_ERR_IO;
                 break;
