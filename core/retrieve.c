@@ -7,10 +7,12 @@
  *      RETR_SCAN_SAME_OP), then each other op of the family (newest
  *      RETR_SCAN_OTHER_OP each); scored by retrieve_similarity, best
  *      max_tasks kept;
- *   2. lessons: each kept task's records (one indexed query), reduced to
- *      compact decision/outcome rows, turned into items: the best path, the
- *      best kernel's source, distinct failures, insights.
- * The query task's own history is read the same way and summarised.
+ *   2. lessons: for each kept task, the store's exp_keys index gives its
+ *      best pass, its failures and its insights (status, speedup, share,
+ *      reason) without reading the task's other records; only the decisions
+ *      shown are fetched (by id) for their tags: the best path, the best
+ *      kernel's source, up to RETR_MAX_FAILS_PER_TASK distinct failures.
+ * The query task's own history is its latest outcomes, read the same way.
  */
 #include "core/retrieve.h"
 
@@ -199,76 +201,31 @@ static int scan_cb(void *vctx, const struct store_task_key *k)
     return 0;
 }
 
-/* ------------------------------------------------------------ one task's records */
+/* ------------------------------------------------------------ one task's lessons */
 
-struct dec_row {
-    char id[GRAPH_ID_HEX];
-    char parent[GRAPH_ID_HEX];
-    char tags[TAGS_MAX];
-    char source[GRAPH_BLOB_REF];
-    int parent_idx;  /* -1 root */
-    int out_idx;     /* -1 none */
-};
-
+/* What retrieval knows of one outcome: its exp_keys row (store/), plus the
+ * baseline and emulated flag read from the record when it is shown. */
 struct out_row {
+    uint8_t id[32];
     char decision[GRAPH_ID_HEX];
     char status[32];
     char reason[REASON_MAX];
     char baseline[32];
     double speedup;  /* -1 unknown */
     double share;    /* -1 unknown */
-    char bound[16];
     int emulated;
 };
 
-struct ins_row {
-    char id[GRAPH_ID_HEX];
-    char *text;      /* owned */
+#define ROWS_MAX 32
+struct rows {
+    struct out_row r[ROWS_MAX];
+    size_t n;
 };
-
-struct task_rows {
-    struct dec_row *dec;
-    size_t n_dec, cap_dec;
-    struct out_row *out;
-    size_t n_out, cap_out;
-    struct ins_row *ins;
-    size_t n_ins, cap_ins;
-    size_t n_read;
-};
-
-static void task_rows_free(struct task_rows *r)
-{
-    for (size_t i = 0; i < r->n_ins; i++)
-        free(r->ins[i].text);
-    free(r->dec);
-    free(r->out);
-    free(r->ins);
-    memset(r, 0, sizeof *r);
-}
-
-static int grow(void **p, size_t *cap, size_t n, size_t size)
-{
-    if (n < *cap)
-        return 0;
-    size_t nc = *cap ? *cap * 2 : 16;
-    void *q = realloc(*p, nc * size);
-    if (!q)
-        return KOPE_ERR_NOMEM;
-    *p = q;
-    *cap = nc;
-    return 0;
-}
 
 static const char *jstr(const cJSON *o, const char *k)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
     return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static double jnum(const cJSON *o, const char *k, double dflt)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsNumber(v) ? v->valuedouble : dflt;
 }
 
 /* Copy a one-line version of s (newlines -> spaces), capped. */
@@ -286,124 +243,88 @@ static void one_line(char *dst, size_t cap, const char *s)
     dst[j] = '\0';
 }
 
-static void tags_join(const cJSON *body, char *dst, size_t cap)
+static int rows_cb(void *vctx, const struct store_exp_key *k)
 {
-    const cJSON *tags = cJSON_GetObjectItemCaseSensitive(body, "tags");
-    const cJSON *t;
+    struct rows *rs = vctx;
+    if (rs->n >= ROWS_MAX)
+        return 1;
+    struct out_row *o = &rs->r[rs->n++];
+    memset(o, 0, sizeof *o);
+    memcpy(o->id, k->id, 32);
+    snprintf(o->decision, sizeof o->decision, "%s", k->parent ? k->parent : "");
+    snprintf(o->status, sizeof o->status, "%s", k->status ? k->status : "unknown");
+    one_line(o->reason, sizeof o->reason, k->reason);
+    o->speedup = k->has_speedup ? k->speedup : -1;
+    o->share = k->has_share ? k->share : -1;
+    snprintf(o->baseline, sizeof o->baseline, "baseline");
+    return 0;
+}
+
+static int rows_get(struct graph *g, const uint8_t task[32], enum store_exp_query q, int limit,
+                    struct rows *rs, size_t *n_read)
+{
+    rs->n = 0;
+    int rc = store_exp_keys(g->st, task, q, limit < ROWS_MAX ? limit : ROWS_MAX, rows_cb, rs);
+    *n_read += rs->n;
+    return rc == 1 ? 0 : rc;
+}
+
+/* A decision's tags (comma-joined; its rationale's start when untagged) and
+ * first parent (hex). Returns 0, or KOPE_ERR_NOTFOUND when the decision is
+ * not stored (a partial graph). */
+static int decision_get(struct graph *g, const char *hex, char *tags, size_t cap,
+                        char parent[GRAPH_ID_HEX], char src[GRAPH_BLOB_REF], size_t *n_read)
+{
+    struct graph_rec r;
+    tags[0] = '\0';
+    if (parent)
+        parent[0] = '\0';
+    if (src)
+        src[0] = '\0';
+    if (strlen(hex) != 64 || graph_get(g, hex, &r))
+        return KOPE_ERR_NOTFOUND;
+    (*n_read)++;
+    const cJSON *body = cJSON_GetObjectItemCaseSensitive(r.json, "body");
+    const cJSON *t, *tl = cJSON_GetObjectItemCaseSensitive(body, "tags");
     size_t off = 0;
-    dst[0] = '\0';
-    cJSON_ArrayForEach(t, tags) {
+    cJSON_ArrayForEach(t, tl) {
         if (!cJSON_IsString(t))
             continue;
-        int w = snprintf(dst + off, cap - off, "%s%s", off ? "," : "", t->valuestring);
+        int w = snprintf(tags + off, cap - off, "%s%s", off ? "," : "", t->valuestring);
         if (w < 0 || (size_t)w >= cap - off)
             break;
         off += (size_t)w;
     }
-    if (!dst[0]) {
-        const char *r = jstr(body, "rationale");
-        one_line(dst, cap > 60 ? 60 : cap, r ? r : "untagged");
+    if (!tags[0]) {
+        const char *rat = jstr(body, "rationale");
+        one_line(tags, cap > 60 ? 60 : cap, rat ? rat : "untagged");
     }
+    const cJSON *p0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r.json, "parents"), 0);
+    if (parent && cJSON_IsString(p0))
+        snprintf(parent, GRAPH_ID_HEX, "%s", p0->valuestring);
+    const char *sr = jstr(body, "source");
+    if (src && sr)
+        snprintf(src, GRAPH_BLOB_REF, "%s", sr);
+    int is_dec = strcmp(r.kind, "decision") == 0;
+    graph_rec_free(&r);
+    return is_dec ? 0 : KOPE_ERR_NOTFOUND;
 }
 
-static int rows_cb(void *vctx, const struct store_rec *sr)
+/* Baseline name and emulated flag of an outcome (from its record). */
+static void outcome_detail(struct graph *g, struct out_row *o, size_t *n_read)
 {
-    struct task_rows *r = vctx;
-    if (r->n_read >= RETR_TASK_RECORDS_MAX)
-        return 1; /* stop: enough of this task */
-    r->n_read++;
-    int is_dec = strcmp(sr->kind, "decision") == 0, is_out = strcmp(sr->kind, "outcome") == 0;
-    int is_ins = strcmp(sr->kind, "insight") == 0;
-    if (!is_dec && !is_out && !is_ins)
-        return 0;
-    cJSON *j = cJSON_ParseWithLength(sr->canon, sr->canon_len);
-    if (!j)
-        return 0; /* stored records are canonical; skip rather than fail */
-    const cJSON *body = cJSON_GetObjectItemCaseSensitive(j, "body");
-    const cJSON *parents = cJSON_GetObjectItemCaseSensitive(j, "parents");
-    const cJSON *p0 = cJSON_GetArrayItem(parents, 0);
-    const char *parent = cJSON_IsString(p0) ? p0->valuestring : "";
-    int rc = 0;
-    if (is_dec) {
-        if ((rc = grow((void **)&r->dec, &r->cap_dec, r->n_dec, sizeof *r->dec)))
-            goto out;
-        struct dec_row *d = &r->dec[r->n_dec++];
-        memset(d, 0, sizeof *d);
-        util_hex(sr->id, 32, d->id);
-        snprintf(d->parent, sizeof d->parent, "%s", parent);
-        tags_join(body, d->tags, sizeof d->tags);
-        const char *src = jstr(body, "source");
-        snprintf(d->source, sizeof d->source, "%s", src ? src : "");
-        d->parent_idx = -1;
-        d->out_idx = -1;
-    } else if (is_out) {
-        if ((rc = grow((void **)&r->out, &r->cap_out, r->n_out, sizeof *r->out)))
-            goto out;
-        struct out_row *o = &r->out[r->n_out++];
-        memset(o, 0, sizeof *o);
-        snprintf(o->decision, sizeof o->decision, "%s", parent);
-        const char *s = jstr(body, "status");
-        snprintf(o->status, sizeof o->status, "%s", s ? s : "unknown");
-        one_line(o->reason, sizeof o->reason, jstr(body, "reason"));
-        const char *b = jstr(body, "baseline");
-        snprintf(o->baseline, sizeof o->baseline, "%s", b ? b : "baseline");
-        const char *bd = jstr(body, "bound");
-        snprintf(o->bound, sizeof o->bound, "%s", bd ? bd : "");
-        o->speedup = jnum(body, "speedup", -1);
-        o->share = jnum(body, "share", -1);
-        o->emulated = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(body, "emulated"));
-    } else {
-        const char *t = jstr(body, "text");
-        if (!t)
-            t = jstr(body, "summary");
-        if (!t)
-            goto out;
-        if ((rc = grow((void **)&r->ins, &r->cap_ins, r->n_ins, sizeof *r->ins)))
-            goto out;
-        struct ins_row *in = &r->ins[r->n_ins];
-        util_hex(sr->id, 32, in->id);
-        size_t cap = 600;
-        in->text = malloc(cap);
-        if (!in->text) {
-            rc = KOPE_ERR_NOMEM;
-            goto out;
-        }
-        one_line(in->text, cap, t);
-        r->n_ins++;
-    }
-out:
-    cJSON_Delete(j);
-    return rc;
-}
-
-/* Link decisions to parents and outcomes (records come in insertion order,
- * so a parent precedes its children). Linear passes with a small hash. */
-static void rows_link(struct task_rows *r)
-{
-    for (size_t i = 0; i < r->n_dec; i++)
-        for (size_t p = i; p-- > 0;)
-            if (strcmp(r->dec[p].id, r->dec[i].parent) == 0) {
-                r->dec[i].parent_idx = (int)p;
-                break;
-            }
-    for (size_t o = 0; o < r->n_out; o++)
-        for (size_t i = r->n_dec; i-- > 0;)
-            if (r->dec[i].out_idx < 0 && strcmp(r->dec[i].id, r->out[o].decision) == 0) {
-                r->dec[i].out_idx = (int)o;
-                break;
-            }
-}
-
-static int read_task(struct graph *g, const uint8_t id[32], struct task_rows *r, size_t *n_read)
-{
-    memset(r, 0, sizeof *r);
-    int rc = store_rec_query(g->st, STORE_Q_TASK, id, 0, rows_cb, r);
-    if (rc == 1)
-        rc = 0;
-    *n_read += r->n_read;
-    if (!rc)
-        rows_link(r);
-    return rc;
+    char hex[GRAPH_ID_HEX];
+    struct graph_rec r;
+    util_hex(o->id, 32, hex);
+    if (graph_get(g, hex, &r))
+        return;
+    (*n_read)++;
+    const cJSON *body = cJSON_GetObjectItemCaseSensitive(r.json, "body");
+    const char *b = jstr(body, "baseline");
+    if (b)
+        snprintf(o->baseline, sizeof o->baseline, "%s", b);
+    o->emulated = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(body, "emulated"));
+    graph_rec_free(&r);
 }
 
 /* ------------------------------------------------------------ items */
@@ -486,105 +407,117 @@ static double speed_factor(const struct out_row *o, double best_share)
 }
 
 static int task_items(struct graph *g, const struct retr_query *q, const char *qtarget,
-                      const struct cand *c, const struct task_rows *r, struct retr_result *res,
-                      size_t *cap, int want_source)
+                      const struct cand *c, struct retr_result *res, size_t *cap, int want_source,
+                      size_t *n_read)
 {
-    int cross = strcmp(c->target, qtarget) != 0;
+    int cross = c->cross;
     int rc = 0;
     struct buf b;
+    struct rows rs;
     buf_init(&b, TEXT_MAX);
-    char why[200], phr[REASON_MAX + 64];
-    char shape[96];
+    char why[200], phr[REASON_MAX + 64], shape[96];
+    char tags[PATH_MAX_STEPS][TAGS_MAX], parent[GRAPH_ID_HEX], src[GRAPH_BLOB_REF];
+    char dec_hex[GRAPH_ID_HEX], task_hex[GRAPH_ID_HEX];
     task_shape_print(&c->t, shape, sizeof shape);
+    util_hex(c->id, 32, task_hex);
 
-    /* best passing decision */
-    int best = -1;
-    for (size_t i = 0; i < r->n_dec; i++) {
-        int o = r->dec[i].out_idx;
-        if (o < 0 || strcmp(r->out[o].status, "pass") != 0)
-            continue;
-        if (best < 0 || r->out[o].speedup > r->out[r->dec[best].out_idx].speedup)
-            best = (int)i;
-    }
-    if (best >= 0) {
-        const struct out_row *bo = &r->out[r->dec[best].out_idx];
-        int chain[PATH_MAX_STEPS], n = 0;
-        for (int d = best; d >= 0 && n < PATH_MAX_STEPS; d = r->dec[d].parent_idx)
-            chain[n++] = d;
-        label(&b, c, qtarget, RETR_SPEED);
-        buf_printf(&b, " best path (%d step%s):", n, n == 1 ? "" : "s");
-        for (int i = n; i-- > 0;) {
-            int o = r->dec[chain[i]].out_idx;
-            outcome_phrase(o >= 0 ? &r->out[o] : NULL, phr, sizeof phr);
-            buf_printf(&b, "%s %s (%s)", i == n - 1 ? "" : " ->", r->dec[chain[i]].tags, phr);
+    /* the best pass and the path that led to it */
+    if ((rc = rows_get(g, c->id, STORE_EXP_BEST, 1, &rs, n_read)))
+        goto out;
+    if (rs.n == 1) {
+        struct out_row *bo = &rs.r[0];
+        outcome_detail(g, bo, n_read);
+        int n = 0;
+        char best_src[GRAPH_BLOB_REF] = "";
+        snprintf(dec_hex, sizeof dec_hex, "%s", bo->decision);
+        while (n < PATH_MAX_STEPS && dec_hex[0] && strcmp(dec_hex, task_hex) != 0 &&
+               decision_get(g, dec_hex, tags[n], sizeof tags[n], parent, src, n_read) == 0) {
+            if (n == 0)
+                snprintf(best_src, sizeof best_src, "%s", src);
+            n++;
+            snprintf(dec_hex, sizeof dec_hex, "%s", parent);
         }
-        buf_addc(&b, '\n');
-        double v = RETR_W_PATH * c->sim * (cross ? RETR_CROSS_SPEED : 1) *
-                   speed_factor(bo, q->best_share);
-        snprintf(why, sizeof why, "best path of %s %s (%s, sim %.2f%s), %.2fx%s",
-                 plat_op_name(c->t.op), shape, c->target, c->sim, cross ? ", cross-target speed" : "",
-                 bo->speedup, bo->share > 0 ? "" : ", share unmeasured");
-        if ((rc = item_add(res, cap, RETR_BEST_PATH, RETR_SPEED, c, r->dec[best].id, v, &b, why)))
-            goto out;
-        buf_init(&b, TEXT_MAX);
-
-        const char *src = r->dec[best].source;
-        if (want_source && !cross && strncmp(src, "sha256:", 7) == 0) {
+        if (n > 0) {
+            outcome_phrase(bo, phr, sizeof phr);
+            label(&b, c, qtarget, RETR_SPEED);
+            buf_printf(&b, " best path (%d step%s%s): ", n, n == 1 ? "" : "s",
+                       n == PATH_MAX_STEPS ? ", earlier ones omitted" : "");
+            for (int i = n; i-- > 0;)
+                buf_printf(&b, "%s%s", tags[i], i ? " -> " : "");
+            buf_printf(&b, " (%s)\n", phr);
+            double v = RETR_W_PATH * c->sim * (cross ? RETR_CROSS_SPEED : 1) *
+                       speed_factor(bo, q->best_share);
+            snprintf(why, sizeof why, "best path of %s %s (%s, sim %.2f%s), %.2fx%s",
+                     plat_op_name(c->t.op), shape, c->target, c->sim,
+                     cross ? ", cross-target speed" : "", bo->speedup,
+                     bo->share > 0 ? "" : ", share unmeasured");
+            if ((rc = item_add(res, cap, RETR_BEST_PATH, RETR_SPEED, c, bo->decision, v, &b, why)))
+                goto out;
+            buf_init(&b, TEXT_MAX);
+        }
+        if (n > 0 && want_source && !cross && strncmp(best_src, "sha256:", 7) == 0) {
             char *text = NULL;
             size_t len = 0;
-            if (graph_blob_get(g, src, &text, &len) == 0) {
+            if (graph_blob_get(g, best_src, &text, &len) == 0) {
                 label(&b, c, qtarget, RETR_SPEED);
-                buf_printf(&b, " its best kernel (%s, %s):\n```c\n", r->dec[best].tags,
-                           bo->speedup > 0 ? "pass" : "pass");
+                buf_printf(&b, " its best kernel (%s, %s):\n```c\n", tags[0], phr);
                 buf_add(&b, text, len > SOURCE_MAX_BYTES ? SOURCE_MAX_BYTES : len);
                 if (len > SOURCE_MAX_BYTES)
                     buf_adds(&b, "\n/* ... cut ... */");
                 buf_adds(&b, "\n```\n");
                 free(text);
-                v = RETR_W_SOURCE * c->sim * speed_factor(bo, q->best_share);
+                double v = RETR_W_SOURCE * c->sim * speed_factor(bo, q->best_share);
                 snprintf(why, sizeof why, "best kernel of %s %s (sim %.2f), %.2fx",
                          plat_op_name(c->t.op), shape, c->sim, bo->speedup);
-                if ((rc = item_add(res, cap, RETR_BEST_SOURCE, RETR_SPEED, c, r->dec[best].id, v,
-                                   &b, why)))
+                if ((rc = item_add(res, cap, RETR_BEST_SOURCE, RETR_SPEED, c, bo->decision, v, &b,
+                                   why)))
                     goto out;
                 buf_init(&b, TEXT_MAX);
             }
         }
     }
 
-    /* distinct failures, in the order they happened */
-    int n_fail = 0;
-    for (size_t i = 0; i < r->n_dec && n_fail < RETR_MAX_FAILS_PER_TASK; i++) {
-        int o = r->dec[i].out_idx;
-        if (o < 0 || strcmp(r->out[o].status, "pass") == 0)
+    /* distinct failures (status, tags), in the order they happened */
+    if ((rc = rows_get(g, c->id, STORE_EXP_FAILS, ROWS_MAX, &rs, n_read)))
+        goto out;
+    char seen[RETR_MAX_FAILS_PER_TASK][32 + TAGS_MAX];
+    int n_fail = 0, fetched = 0;
+    for (size_t i = 0; i < rs.n && n_fail < RETR_MAX_FAILS_PER_TASK && fetched < 8; i++) {
+        struct out_row *o = &rs.r[i];
+        char t[TAGS_MAX], key[32 + TAGS_MAX];
+        fetched++;
+        if (decision_get(g, o->decision, t, sizeof t, NULL, NULL, n_read))
             continue;
+        snprintf(key, sizeof key, "%s|%s", o->status, t);
         int dup = 0;
-        for (size_t k = 0; k < i && !dup; k++) {
-            int ok = r->dec[k].out_idx;
-            dup = ok >= 0 && strcmp(r->out[ok].status, r->out[o].status) == 0 &&
-                  strcmp(r->dec[k].tags, r->dec[i].tags) == 0;
-        }
+        for (int k = 0; k < n_fail && !dup; k++)
+            dup = strcmp(seen[k], key) == 0;
         if (dup)
             continue;
-        n_fail++;
-        outcome_phrase(&r->out[o], phr, sizeof phr);
+        snprintf(seen[n_fail++], sizeof seen[0], "%s", key);
+        outcome_phrase(o, phr, sizeof phr);
         label(&b, c, qtarget, RETR_CORRECTNESS);
-        buf_printf(&b, " tried %s -> %s\n", r->dec[i].tags, phr);
+        buf_printf(&b, " tried %s -> %s\n", t, phr);
         double v = RETR_W_FAIL * c->sim * (cross ? RETR_CROSS_CORRECTNESS : 1);
-        snprintf(why, sizeof why, "failure %s in %s %s (%s, sim %.2f)", r->out[o].status,
+        snprintf(why, sizeof why, "failure %s in %s %s (%s, sim %.2f)", o->status,
                  plat_op_name(c->t.op), shape, c->target, c->sim);
-        if ((rc = item_add(res, cap, RETR_FAILURE, RETR_CORRECTNESS, c, r->dec[i].id, v, &b, why)))
+        if ((rc = item_add(res, cap, RETR_FAILURE, RETR_CORRECTNESS, c, o->decision, v, &b, why)))
             goto out;
         buf_init(&b, TEXT_MAX);
     }
 
-    for (size_t i = 0; i < r->n_ins; i++) {
+    /* insights (their text is in the key row) */
+    if ((rc = rows_get(g, c->id, STORE_EXP_INSIGHTS, 2, &rs, n_read)))
+        goto out;
+    for (size_t i = 0; i < rs.n; i++) {
+        char hex[GRAPH_ID_HEX];
+        util_hex(rs.r[i].id, 32, hex);
         label(&b, c, qtarget, RETR_CORRECTNESS);
-        buf_printf(&b, " insight: %s\n", r->ins[i].text);
+        buf_printf(&b, " insight: %s\n", rs.r[i].reason);
         double v = RETR_W_INSIGHT * c->sim * (cross ? 0.6 : 1);
         snprintf(why, sizeof why, "insight on %s %s (%s, sim %.2f)", plat_op_name(c->t.op), shape,
                  c->target, c->sim);
-        if ((rc = item_add(res, cap, RETR_INSIGHT, RETR_CORRECTNESS, c, r->ins[i].id, v, &b, why)))
+        if ((rc = item_add(res, cap, RETR_INSIGHT, RETR_CORRECTNESS, c, hex, v, &b, why)))
             goto out;
         buf_init(&b, TEXT_MAX);
     }
@@ -593,32 +526,35 @@ out:
     return rc;
 }
 
-/* This task's attempts so far, newest last (at most OWN_MAX_ATTEMPTS). */
-static int own_items(const struct task_rows *r, const uint8_t task_id[32],
-                     struct retr_result *res, size_t *cap)
+/* This task's latest attempts, oldest of them first. */
+static int own_items(struct graph *g, const uint8_t task_id[32], struct retr_result *res,
+                     size_t *cap, size_t *n_read)
 {
-    if (r->n_dec == 0)
-        return 0;
+    struct rows rs;
+    int rc = rows_get(g, task_id, STORE_EXP_RECENT, OWN_MAX_ATTEMPTS + 1, &rs, n_read);
+    if (rc || rs.n == 0)
+        return rc;
+    int more = rs.n > OWN_MAX_ATTEMPTS;
+    size_t n = more ? OWN_MAX_ATTEMPTS : rs.n, n_pass = 0;
     struct buf b;
     buf_init(&b, TEXT_MAX);
-    char phr[REASON_MAX + 64], why[200], hex[GRAPH_ID_HEX];
-    size_t first = r->n_dec > OWN_MAX_ATTEMPTS ? r->n_dec - OWN_MAX_ATTEMPTS : 0;
-    size_t n_pass = 0;
-    buf_printf(&b, "This task's attempts so far (%zu, oldest first%s):\n", r->n_dec,
-               first ? ", earlier ones omitted" : "");
-    for (size_t i = first; i < r->n_dec; i++) {
-        int o = r->dec[i].out_idx;
-        outcome_phrase(o >= 0 ? &r->out[o] : NULL, phr, sizeof phr);
-        n_pass += o >= 0 && strcmp(r->out[o].status, "pass") == 0;
-        int par = r->dec[i].parent_idx;
-        if (par >= 0)
-            buf_printf(&b, "- #%zu (refines #%d) %s -> %s\n", i + 1, par + 1, r->dec[i].tags, phr);
-        else
-            buf_printf(&b, "- #%zu %s -> %s\n", i + 1, r->dec[i].tags, phr);
+    char phr[REASON_MAX + 64], why[200], hex[GRAPH_ID_HEX], t[TAGS_MAX];
+    buf_printf(&b, "This task's attempts so far (%s%zu, oldest first%s):\n", more ? "latest " : "",
+               n, more ? "; earlier ones omitted" : "");
+    for (size_t i = n; i-- > 0;) {
+        struct out_row *o = &rs.r[i];
+        if (decision_get(g, o->decision, t, sizeof t, NULL, NULL, n_read))
+            snprintf(t, sizeof t, "?");
+        if (strcmp(o->status, "pass") == 0)
+            outcome_detail(g, o, n_read);
+        outcome_phrase(o, phr, sizeof phr);
+        n_pass += strcmp(o->status, "pass") == 0;
+        buf_printf(&b, "- %s -> %s\n", t, phr);
     }
-    snprintf(why, sizeof why, "this task's own history: %zu attempts, %zu passed", r->n_dec, n_pass);
+    snprintf(why, sizeof why, "this task's own history: %zu%s attempts shown, %zu passed", n,
+             more ? " latest" : "", n_pass);
     util_hex(task_id, 32, hex);
-    int rc = item_add(res, cap, RETR_OWN_HISTORY, RETR_CORRECTNESS, NULL, hex, RETR_W_OWN, &b, why);
+    rc = item_add(res, cap, RETR_OWN_HISTORY, RETR_CORRECTNESS, NULL, hex, RETR_W_OWN, &b, why);
     buf_free(&b);
     return rc;
 }
@@ -672,38 +608,23 @@ int retrieve_run(struct graph *g, const struct retr_query *q, struct retr_result
     }
     out->n_keys_scanned = sc.scanned;
 
-    /* 2. lessons from each kept task; the best kernel source only from the
-     * two most similar same-target tasks (sources are long) */
+    /* 2. lessons from each kept task (through the exp_keys index); the
+     * best kernel source only from the two most similar same-target tasks
+     * (sources are long) */
     int sources = 0;
     for (size_t i = 0; i < sc.n; i++) {
-        struct task_rows r;
-        if ((rc = read_task(g, sc.top[i].id, &r, &out->n_records_read))) {
-            task_rows_free(&r);
-            goto out;
-        }
-        out->n_tasks_read++;
-        int want = sources < 2 && strcmp(sc.top[i].target, sc.target) == 0;
+        int want = sources < 2 && !sc.top[i].cross;
         size_t before = out->n;
-        rc = task_items(g, q, sc.target, &sc.top[i], &r, out, &cap, want);
+        out->n_tasks_read++;
+        if ((rc = task_items(g, q, sc.target, &sc.top[i], out, &cap, want, &out->n_records_read)))
+            goto out;
         for (size_t k = before; k < out->n; k++)
             sources += out->items[k].kind == RETR_BEST_SOURCE;
-        task_rows_free(&r);
-        if (rc)
-            goto out;
     }
 
     /* 3. our own history */
-    if (q->task_id) {
-        struct task_rows r;
-        if ((rc = read_task(g, q->task_id, &r, &out->n_records_read))) {
-            task_rows_free(&r);
-            goto out;
-        }
-        rc = own_items(&r, q->task_id, out, &cap);
-        task_rows_free(&r);
-        if (rc)
-            goto out;
-    }
+    if (q->task_id && (rc = own_items(g, q->task_id, out, &cap, &out->n_records_read)))
+        goto out;
     if (out->n)
         qsort(out->items, out->n, sizeof *out->items, item_cmp);
     rc = 0;

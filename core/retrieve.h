@@ -19,9 +19,11 @@
  *     speed). Every item from another target says so in its text.
  *
  * Cost: candidate tasks come from the store's task_keys index (op, newest
- * first, capped), scored in memory; only the top RETR_MAX_TASKS tasks'
- * records are read (one indexed query each). So a build costs the same at
- * 10k or 1M records (bench/context measures it).
+ * first, capped), scored in memory; for the top RETR_MAX_TASKS tasks the
+ * exp_keys index gives the best pass, failures and insights directly, and
+ * only the decisions shown are fetched by id (a few dozen records in all,
+ * however long each task's history). So a build costs the same at 10k or 1M
+ * records (bench/context measures it).
  *
  * Deterministic: candidates are ordered by score, then by record id.
  */
@@ -45,9 +47,6 @@
 #endif
 #ifndef RETR_MAX_FAILS_PER_TASK
 #define RETR_MAX_FAILS_PER_TASK 3 /* distinct failure lessons per task */
-#endif
-#ifndef RETR_TASK_RECORDS_MAX
-#define RETR_TASK_RECORDS_MAX 4096 /* records of one task read (newest kept) */
 #endif
 #ifndef RETR_NOMINAL_RIDGE
 #define RETR_NOMINAL_RIDGE 4.0    /* flop/byte: X100 core, 256-bit FMA vs ~8 GB/s */
@@ -105,8 +104,8 @@ struct retr_result {
     double ridge;                  /* flop/byte used */
     int ridge_nominal;             /* 1 when no native probe gave it */
     size_t n_keys_scanned;         /* task keys looked at */
-    size_t n_tasks_read;           /* similar tasks whose records were read */
-    size_t n_records_read;
+    size_t n_tasks_read;           /* similar tasks whose lessons were read */
+    size_t n_records_read;         /* key rows and records fetched */
 };
 
 void retr_result_init(struct retr_result *r);

@@ -29,6 +29,7 @@ enum stmt_id {
     S_BLOB_INS, S_BLOB_GET, S_BLOB_HAS,
     S_META_GET, S_META_SET,
     S_TASK_KEYS,
+    S_EXP_BEST, S_EXP_FAILS, S_EXP_INSIGHTS, S_EXP_RECENT,
     S_N
 };
 
@@ -70,6 +71,12 @@ static const char *const stmt_sql[S_N] = {
     [S_TASK_KEYS] = "SELECT r.id, t.op, t.target, t.dtype, t.n, t.rows, t.cols, t.m, t.k, t.batch"
                     " FROM task_keys t JOIN records r ON r.rid = t.rid"
                     " WHERE t.op = ?1 ORDER BY t.rid DESC LIMIT ?2",
+#define EXP_COLS "SELECT r.id, e.kind, e.parent, e.status, e.speedup, e.share, e.reason" \
+                 " FROM exp_keys e JOIN records r ON r.rid = e.rid WHERE e.task = ?1"
+    [S_EXP_BEST] = EXP_COLS " AND e.status = 'pass' ORDER BY e.speedup DESC, e.rid LIMIT ?2",
+    [S_EXP_FAILS] = EXP_COLS " AND e.kind = 'outcome' AND e.status <> 'pass' ORDER BY e.rid LIMIT ?2",
+    [S_EXP_INSIGHTS] = EXP_COLS " AND e.status = 'insight' ORDER BY e.rid DESC LIMIT ?2",
+    [S_EXP_RECENT] = EXP_COLS " AND e.kind = 'outcome' ORDER BY e.rid DESC LIMIT ?2",
 };
 
 /* Per-kind record counts added in the open transaction: written to
@@ -224,6 +231,41 @@ static const char *const migrations[] = {
      * 100,000-record store that walk alone cost the stats command 8 MiB of
      * page cache. */
     "CREATE INDEX blobs_size ON blobs(size);",
+    /* 4 -> 5: the measured keys of every outcome and insight (status,
+     * speedup, roofline share, a short reason), filed by task, so retrieval
+     * reads a similar task's best pass and distinct failures through an
+     * index instead of parsing all of its records (core/retrieve.c,
+     * bench/context). Kept by a trigger; backfilled here. */
+    "CREATE TABLE exp_keys(rid INTEGER PRIMARY KEY REFERENCES records(rid),"
+    "  task BLOB NOT NULL, kind TEXT NOT NULL, parent TEXT, status TEXT,"
+    "  speedup REAL, share REAL, reason TEXT);"
+    "CREATE INDEX exp_keys_task ON exp_keys(task, status, speedup);"
+    "CREATE TRIGGER records_exp_keys AFTER INSERT ON records"
+    "  WHEN NEW.kind IN ('outcome', 'insight') AND NEW.task IS NOT NULL"
+    "   AND json_valid(NEW.canon) BEGIN"
+    "  INSERT OR IGNORE INTO exp_keys(rid, task, kind, parent, status, speedup, share, reason)"
+    "  VALUES(NEW.rid, NEW.task, NEW.kind, json_extract(NEW.canon, '$.parents[0]'),"
+    "   CASE WHEN NEW.kind = 'insight' THEN 'insight'"
+    "    ELSE substr(json_extract(NEW.canon, '$.body.status'), 1, 32) END,"
+    "   CASE WHEN json_type(NEW.canon, '$.body.speedup') IN ('integer', 'real')"
+    "    THEN json_extract(NEW.canon, '$.body.speedup') END,"
+    "   CASE WHEN json_type(NEW.canon, '$.body.share') IN ('integer', 'real')"
+    "    THEN json_extract(NEW.canon, '$.body.share') END,"
+    "   substr(coalesce(json_extract(NEW.canon, '$.body.reason'),"
+    "    json_extract(NEW.canon, '$.body.text'), json_extract(NEW.canon, '$.body.summary')), 1, 600));"
+    "END;"
+    "INSERT OR IGNORE INTO exp_keys(rid, task, kind, parent, status, speedup, share, reason)"
+    "  SELECT rid, task, kind, json_extract(canon, '$.parents[0]'),"
+    "   CASE WHEN kind = 'insight' THEN 'insight'"
+    "    ELSE substr(json_extract(canon, '$.body.status'), 1, 32) END,"
+    "   CASE WHEN json_type(canon, '$.body.speedup') IN ('integer', 'real')"
+    "    THEN json_extract(canon, '$.body.speedup') END,"
+    "   CASE WHEN json_type(canon, '$.body.share') IN ('integer', 'real')"
+    "    THEN json_extract(canon, '$.body.share') END,"
+    "   substr(coalesce(json_extract(canon, '$.body.reason'), json_extract(canon, '$.body.text'),"
+    "    json_extract(canon, '$.body.summary')), 1, 600)"
+    "  FROM records WHERE kind IN ('outcome', 'insight') AND task IS NOT NULL"
+    "   AND json_valid(canon);",
 };
 _Static_assert(sizeof migrations / sizeof migrations[0] == STORE_SCHEMA_VERSION,
                "one migration per schema version");
@@ -718,6 +760,45 @@ int store_meta_set(struct store *st, const char *key, const char *value)
     sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 2, value, -1, SQLITE_STATIC);
     return step_done(st, s);
+}
+
+/* --------------------------------------------------------------- experience keys */
+
+int store_exp_keys(struct store *st, const uint8_t task[32], enum store_exp_query q, int limit,
+                   store_exp_key_cb *cb, void *ctx)
+{
+    static const enum stmt_id map[] = {
+        [STORE_EXP_BEST] = S_EXP_BEST, [STORE_EXP_FAILS] = S_EXP_FAILS,
+        [STORE_EXP_INSIGHTS] = S_EXP_INSIGHTS, [STORE_EXP_RECENT] = S_EXP_RECENT,
+    };
+    if ((unsigned)q > STORE_EXP_RECENT)
+        return STORE_ERR_SQL;
+    sqlite3_stmt *s = stmt(st, map[q]);
+    if (!s)
+        return STORE_ERR_SQL;
+    sqlite3_bind_blob(s, 1, task, 32, SQLITE_STATIC);
+    sqlite3_bind_int(s, 2, limit);
+    int rc, out = 0;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        struct store_exp_key k;
+        memset(&k, 0, sizeof k);
+        copy32(s, 0, k.id, NULL);
+        k.kind = (const char *)sqlite3_column_text(s, 1);
+        k.parent = (const char *)sqlite3_column_text(s, 2);
+        k.status = (const char *)sqlite3_column_text(s, 3);
+        k.has_speedup = sqlite3_column_type(s, 4) != SQLITE_NULL;
+        k.speedup = sqlite3_column_double(s, 4);
+        k.has_share = sqlite3_column_type(s, 5) != SQLITE_NULL;
+        k.share = sqlite3_column_double(s, 5);
+        k.reason = (const char *)sqlite3_column_text(s, 6);
+        if ((out = cb(ctx, &k)) != 0)
+            break;
+    }
+    if (!out && rc != SQLITE_DONE && rc != SQLITE_ROW)
+        out = fail(st, rc);
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return out;
 }
 
 /* --------------------------------------------------------------- task keys */

@@ -30,7 +30,7 @@ enum store_err {
     STORE_ERR_READONLY = -108,
 };
 
-#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_VERSION 5
 
 struct store;
 
@@ -126,6 +126,31 @@ typedef int store_task_key_cb(void *ctx, const struct store_task_key *k);
 /* The task keys of op, newest first, at most limit rows; cb as for
  * store_rec_query (a non-zero return stops the walk and is returned). */
 int store_task_keys(struct store *st, const char *op, int limit, store_task_key_cb *cb, void *ctx);
+
+/* --- experience keys: outcomes and insights by task (schema 5) ----------- *
+ * One row per outcome or insight record filed under a task: the parent
+ * (decision id, hex), status ("insight" for insights), speedup and roofline
+ * share when the body has them, and the first 600 bytes of its reason (or
+ * an insight's text). Kept by a trigger on insert. */
+struct store_exp_key {
+    uint8_t id[32];       /* the outcome / insight record */
+    const char *kind;     /* "outcome" | "insight" */
+    const char *parent;   /* first parent, hex; may be NULL */
+    const char *status;   /* may be NULL */
+    int has_speedup, has_share;
+    double speedup, share;
+    const char *reason;   /* may be NULL */
+};
+typedef int store_exp_key_cb(void *ctx, const struct store_exp_key *k);
+enum store_exp_query {
+    STORE_EXP_BEST = 0,   /* passing outcomes, highest speedup first */
+    STORE_EXP_FAILS,      /* failing outcomes, oldest first */
+    STORE_EXP_INSIGHTS,   /* insights, newest first */
+    STORE_EXP_RECENT,     /* every outcome, newest first */
+};
+/* Rows of one task, at most limit; cb as for store_rec_query. */
+int store_exp_keys(struct store *st, const uint8_t task[32], enum store_exp_query q, int limit,
+                   store_exp_key_cb *cb, void *ctx);
 
 /* --- stats --------------------------------------------------------------- */
 struct store_stats {
