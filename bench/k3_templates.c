@@ -39,7 +39,7 @@ int main(int argc, char **argv)
     struct plat_desc d;
     platform_describe(p, &d);
     printf("target k3: %s\n", d.note);
-    printf("%-28s %-40s %-6s %14s  %s\n", "task", "built-in instance", "verify",
+    printf("%-28s %-62s %-6s %14s  %s\n", "task", "built-in instance", "verify",
            d.emulated ? "icount" : "median ns", "ratio vs baselines (>1: built-in better)");
     struct plat_measure *m = malloc(sizeof *m);
     if (!m)
@@ -65,7 +65,7 @@ int main(int argc, char **argv)
         }
         free(src);
         int mrc = platform_measure(p, t, &b, m);
-        printf("%-28s %-40s %-6s ", t->name, label, !mrc && m->ok ? "ok" : "FAIL");
+        printf("%-28s %-62s %-6s ", t->name, label, !mrc && m->ok ? "ok" : "FAIL");
         if (mrc || !m->ok) {
             printf("%s\n", mrc ? p->err : m->detail);
             failed++;
