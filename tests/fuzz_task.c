@@ -10,15 +10,19 @@
  *     build/x86_64/gen/embed.c $S/lib/libcjson.a -o build/fuzz_task
  *   mkdir -p build/fuzz-task && build/fuzz_task -max_total_time=60 build/fuzz-task
  *
- * (The targets' ops tables are stubbed below: the fuzzer never opens a platform.)
+ * Seed the corpus with a compiled candidate object too (any cand.o from a
+ * k3 work dir). (The targets' ops tables are stubbed below: the fuzzer never opens a platform.)
+ * The same bytes also go through the ELF object check, written to a file.
  * Invariants checked: a successful parse yields 1..TASK_MAX_TASKS tasks with
  * sizes >= 1 and operands within TASK_MAX_BYTES; a failed one leaves the
  * suite empty with a NUL-terminated message; the screen always terminates
  * with a rule that matches its verdict.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/task.h"
 #include "platform/k3/k3.h"
@@ -54,5 +58,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int r = k3_screen_source((const char *)data, size, &rule, detail, sizeof detail);
     if ((r == 0) != (rule == PLAT_SCREEN_NONE) || !memchr(detail, '\0', sizeof detail))
         abort();
+
+    /* the same bytes as a compiled object for the ELF object check */
+    static char path[64];
+    if (!path[0])
+        snprintf(path, sizeof path, "/tmp/kope-fuzz-obj-%d.o", (int)getpid());
+    FILE *f = fopen(path, "wb");
+    if (f) {
+        fwrite(data, 1, size, f);
+        fclose(f);
+        r = k3_screen_object(path, &rule, detail, sizeof detail);
+        if (r < -399 || r > 1 || (r == 1 && rule == PLAT_SCREEN_NONE) ||
+            !memchr(detail, '\0', sizeof detail))
+            abort();
+    }
     return 0;
 }
