@@ -295,6 +295,9 @@ static int decision_get(struct graph *g, const char *hex, char *tags, size_t cap
             break;
         off += (size_t)w;
     }
+    const char *params = jstr(body, "params"); /* the tuner's template point */
+    if (params && off + 4 < cap)
+        snprintf(tags + off, cap - off, "%s{%s}", off ? " " : "", params);
     if (!tags[0]) {
         const char *rat = jstr(body, "rationale");
         one_line(tags, cap > 60 ? 60 : cap, rat ? rat : "untagged");

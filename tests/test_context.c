@@ -481,6 +481,51 @@ static void test_task_keys_index(void **s)
     fx_close(&f);
 }
 
+static int exp_cb(void *ctx, const struct store_exp_key *k)
+{
+    int *n = ctx;
+    n[0]++;
+    if (strcmp(k->kind, "outcome") == 0 && k->status && strcmp(k->status, "pass") == 0 &&
+        k->has_speedup && k->has_share)
+        n[1]++;
+    return 0;
+}
+
+/* A store written before schema 3 gets both key tables backfilled on open. */
+static void test_migration_backfills_keys(void **s)
+{
+    (void)s;
+    struct fx f;
+    char err[256];
+    const char *db = tpath("old.db"), *key = tpath("old.key");
+    unlink(db);
+    unlink(key);
+    memset(&f, 0, sizeof f);
+    assert_int_equal(store_open_at(db, 2, &f.st, err, sizeof err), 0);
+    graph_init(&f.g, f.st);
+    assert_int_equal(graph_identity_create(&f.g, key, "k3"), 0);
+    uint8_t task[32], d[32];
+    assert_int_equal(graph_begin(&f.g), 0);
+    fx_task(&f, "k3", "old-silu", "silu", "{\"n\":4096}", task);
+    fx_attempt(&f, "k3", task, NULL, "lmul4", "int x;", "pass", 2.5, 0.4, NULL, d);
+    fx_attempt(&f, "k3", task, d, "lmul8", "int y;", "wrong_result", -1, -1, "tail", NULL);
+    assert_int_equal(graph_commit(&f.g), 0);
+    fx_close(&f);
+    assert_int_equal(store_open(db, &f.st, err, sizeof err), 0);
+    assert_int_equal(store_schema_version(f.st), STORE_SCHEMA_VERSION);
+    int n[2] = {0, 0};
+    assert_int_equal(store_task_keys(f.st, "silu", 10, key_cb, n), 0);
+    assert_int_equal(n[0], 1);
+    n[0] = n[1] = 0;
+    assert_int_equal(store_exp_keys(f.st, task, STORE_EXP_RECENT, 10, exp_cb, n), 0);
+    assert_int_equal(n[0], 2);
+    assert_int_equal(n[1], 1);
+    n[0] = n[1] = 0;
+    assert_int_equal(store_exp_keys(f.st, task, STORE_EXP_FAILS, 10, exp_cb, n), 0);
+    assert_int_equal(n[0], 1);
+    store_close(f.st);
+}
+
 static void test_cli_context(void **s)
 {
     (void)s;
@@ -515,6 +560,7 @@ int main(void)
         cmocka_unit_test(test_passive_full_history),
         cmocka_unit_test(test_calibration),
         cmocka_unit_test(test_task_keys_index),
+        cmocka_unit_test(test_migration_backfills_keys),
         cmocka_unit_test(test_cli_context),
     };
     return cmocka_run_group_tests_name("context", tests, NULL, NULL);
