@@ -55,6 +55,11 @@ int cli_context(struct cli *c, int argc, char **argv); /* core/cli_context.c */
 int cli_serve(struct cli *c, int argc, char **argv);   /* core/cli_sync.c */
 int cli_sync(struct cli *c, int argc, char **argv);    /* core/cli_sync.c */
 int cli_fleet(struct cli *c, int argc, char **argv);   /* core/cli_sync.c */
+/* The fleet CAs this store trusts (DB.ca.pem or config fleet.ca): *out NULL
+ * when there is no such file (then imports check self-consistency only).
+ * Returns -1 (message printed) when the file is unreadable. */
+struct net_trust;
+int cli_fleet_trust_load(struct cli *c, struct net_trust **out);
 int cli_run(struct cli *c, int argc, char **argv);     /* core/cli_run.c */
 int cli_queue(struct cli *c, int argc, char **argv);   /* core/cli_run.c */
 int cli_report(struct cli *c, int argc, char **argv);  /* core/cli_report.c */
@@ -62,5 +67,10 @@ int cli_report(struct cli *c, int argc, char **argv);  /* core/cli_report.c */
  * platform (core/cli_k3.c). */
 struct plat_settings;
 void cli_platform_settings(struct cli *c, struct plat_settings *s);
+/* The target to use: override (a --platform value) if set, else the config's
+ * platform.name, else "k3". The string is override's or the config's. */
+const char *cli_platform_name(struct cli *c, const char *override);
+/* Settings of target `name` from the config (platform.<name>.*). */
+void cli_platform_settings_for(struct cli *c, const char *name, struct plat_settings *s);
 
 #endif /* KOPE_CLI_H */

@@ -12,6 +12,8 @@
 #include "core/cli.h"
 #include "core/err.h"
 #include "core/graph.h"
+#include "core/sync.h"
+#include "net/fleet.h"
 #include "core/util.h"
 #include "store/store.h"
 
@@ -175,7 +177,17 @@ static int do_import(struct cli *c, const char *path)
             fclose(in);
         return CLI_FAIL;
     }
-    int rc = graph_import(&g, in, &s);
+    /* A store that trusts a fleet applies the same policy as peer sync. */
+    struct net_trust *trust = NULL;
+    if (cli_fleet_trust_load(c, &trust)) {
+        if (in != stdin)
+            fclose(in);
+        graph_free(&g);
+        return CLI_FAIL;
+    }
+    struct graph_import_opts opts = {sync_trust_check, trust, SYNC_MAX_PENDING};
+    int rc = graph_import_opts(&g, in, trust ? &opts : NULL, &s);
+    net_trust_free(trust);
     if (in != stdin)
         fclose(in);
     printf("imported %lld new record(s), %lld already present, %lld rejected, %lld blob(s)\n",

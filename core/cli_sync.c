@@ -240,6 +240,23 @@ int cli_fleet(struct cli *c, int argc, char **argv)
     return fleet_usage(stderr);
 }
 
+int cli_fleet_trust_load(struct cli *c, struct net_trust **out)
+{
+    char tp[4096], err[320];
+    const char *path = fleet_path(c, "fleet.ca", ".ca.pem", tp, sizeof tp);
+    *out = NULL;
+    if (access(path, F_OK) != 0)
+        return 0;
+    char *pem = read_text(path, "the trusted fleet CAs");
+    if (!pem)
+        return -1;
+    int rc = net_trust_new(pem, out, err, sizeof err);
+    free(pem);
+    if (rc)
+        fprintf(stderr, "kope: %s: %s\n", path, err);
+    return rc ? -1 : 0;
+}
+
 /* ------------------------------------------------------------------ serve / sync */
 
 /* What every peer command needs: the TLS conf and the trust set. */

@@ -1247,6 +1247,13 @@ static void test_cli_two_processes(void **s)
                                               "grep -o '^{\"id\":\"[0-9a-f]*' b.jsonl | sort > b.ids && cmp a.ids b.ids && wc -l < a.ids",
                                               dir, k, k), 0);
     assert_int_equal(atoi(out), 6);
+    /* offline: a file shard into a store that trusts the fleet gets the same
+     * checks: an unenrolled device's shard is refused, an enrolled one's kept */
+    assert_int_equal(run_cmd(out, sizeof out, "cd %s && %s --db c.db init >/dev/null && %s --db c.db graph export -o c.jsonl 2>/dev/null && "
+                                              "%s --db b.db graph import c.jsonl", dir, k, k, k), 1);
+    assert_non_null(strstr(out, "not enrolled"));
+    assert_int_equal(run_cmd(out, sizeof out, "cd %s && cp b.db.ca.pem d.db.ca.pem && %s --db d.db graph import a.jsonl", dir, k), 0);
+    assert_non_null(strstr(out, "imported 6 new"));
     /* no peers, a bad peer, a refused one: usage and failure exit codes */
     assert_int_equal(run_cmd(out, sizeof out, "cd %s && %s --db b.db sync", dir, k), 2);
     assert_int_equal(run_cmd(out, sizeof out, "cd %s && %s --db b.db sync nonsense", dir, k), 2);
