@@ -17,6 +17,7 @@
 
 #include "core/buf.h"
 #include "core/canon.h"
+#include "core/context.h"
 #include "core/err.h"
 #include "core/graph.h"
 #include "core/sync.h"
@@ -26,6 +27,7 @@
 #include "net/neterr.h"
 #include "net/peer.h"
 #include "net/sync_frame.h"
+#include "platform/platform.h"
 #include "store/store.h"
 
 /* ------------------------------------------------------------ PKI */
@@ -1191,6 +1193,97 @@ static void test_frame_parser(void **s)
     assert_int_equal(net_sync_payload_check(NET_SYNC_LINE, (const uint8_t *)"{\"a\":\"\xe2\x82\xac\"}", 11), 0);
 }
 
+/* ------------------------------------------------------------ Ascend -> K3 */
+
+/* One attempt of d on task: a decision (source as blob) and its outcome. */
+static void dev_attempt(struct dev *d, const char *target, const uint8_t task[32], const char *tags,
+                        const char *src, const char *status, double speedup, const char *reason)
+{
+    char ref[GRAPH_BLOB_REF], body[512];
+    uint8_t dec[32];
+    assert_int_equal(graph_blob_put(&d->g, src, strlen(src), ref), 0);
+    snprintf(body, sizeof body, "{\"tags\":[\"%s\"],\"rationale\":\"fixture\",\"source\":\"%s\"}", tags, ref);
+    cJSON *b = obj(body), *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "status", status);
+    if (speedup > 0) {
+        cJSON_AddNumberToObject(o, "speedup", speedup);
+        cJSON_AddStringToObject(o, "baseline", "scalar-O2");
+    }
+    if (reason)
+        cJSON_AddStringToObject(o, "reason", reason);
+    assert_int_equal(graph_decision_add(&d->g, task, NULL, target, b, dec), 0);
+    assert_int_equal(graph_outcome_add(&d->g, task, dec, target, o, NULL), 0);
+    cJSON_Delete(b);
+    cJSON_Delete(o);
+}
+
+static char *k3_prompt(struct dev *d, const uint8_t task_id[32], size_t *n_warm_chosen)
+{
+    struct plat_task t;
+    struct ctx_request rq;
+    struct ctx_prompt p;
+    memset(&t, 0, sizeof t);
+    snprintf(t.name, sizeof t.name, "silu-4864");
+    t.op = PLAT_OP_SILU;
+    t.family = PLAT_FAM_ACTIVATION;
+    t.n = 4864;
+    t.rtol = 1e-4;
+    t.atol = 1e-5;
+    ctx_request_init(&rq);
+    rq.task = &t;
+    rq.task_id = task_id;
+    rq.target = "k3";
+    ctx_prompt_init(&p);
+    assert_int_equal(context_build(&d->g, &rq, &p), 0);
+    *n_warm_chosen = 0;
+    for (size_t i = 0; i < p.n_items; i++)
+        *n_warm_chosen += p.items[i].tier == CTX_WARM && p.items[i].chosen;
+    char *u = strdup(p.user);
+    ctx_prompt_free(&p);
+    return u;
+}
+
+/* A shard made by an ascend-target device, synced into a k3 device, changes
+ * the warm tier of a k3 prompt for the same op, labelled as from another
+ * target; before the sync the k3 device had nothing to offer there. */
+static void test_ascend_experience_reaches_k3_prompt(void **s)
+{
+    (void)s;
+    struct dev k3, asc;
+    struct srv srv;
+    uint8_t k3_task[32], asc_task[32];
+    size_t warm0 = 0, warm1 = 0;
+    dev_make(&k3, "xk3", "k3", &fleet_ca);
+    dev_make(&asc, "xascend", "ascend", &fleet_ca);
+    cJSON *spec = obj("{\"name\":\"silu-4864\",\"op\":\"silu\",\"dtype\":\"f32\",\"shape\":{\"n\":4864}}");
+    assert_int_equal(graph_task_add(&k3.g, "k3", spec, k3_task), 0);
+    cJSON_Delete(spec);
+    spec = obj("{\"name\":\"silu-4096\",\"op\":\"silu\",\"dtype\":\"f32\",\"shape\":{\"n\":4096}}");
+    assert_int_equal(graph_task_add(&asc.g, "ascend", spec, asc_task), 0);
+    cJSON_Delete(spec);
+    dev_attempt(&asc, "ascend", asc_task, "no_clamp", "/* ascend c v1 */", "wrong_result", 0,
+                "exp overflow without a clamp for x < -88: inf/inf = nan");
+    dev_attempt(&asc, "ascend", asc_task, "vec_exp_clamped", "/* ascend c v2 */", "pass", 9.0, NULL);
+    assert_int_equal(graph_checkpoint(&asc.g), 0);
+
+    char *before = k3_prompt(&k3, k3_task, &warm0);
+    assert_null(strstr(before, "FROM ANOTHER TARGET"));
+    srv_start(&srv, &k3, 3000);
+    srv.d = &k3;
+    assert_int_equal(client_sync(&asc, &srv, NULL), 0);
+    srv_stop(&srv);
+    assert_int_equal(origin_seq(&k3, &asc), asc.g.seq);
+    char *after = k3_prompt(&k3, k3_task, &warm1);
+    assert_true(warm1 > warm0);
+    assert_string_not_equal(before, after);
+    assert_non_null(strstr(after, "FROM ANOTHER TARGET: ascend"));
+    assert_non_null(strstr(after, "exp overflow without a clamp"));
+    free(before);
+    free(after);
+    dev_free(&k3);
+    dev_free(&asc);
+}
+
 /* ------------------------------------------------------------ the binary */
 
 /* Two kope processes on loopback enroll in one fleet, sync both ways, and
@@ -1281,6 +1374,7 @@ int main(void)
         cmocka_unit_test(test_idle_timeout),
         cmocka_unit_test(test_bad_client_certs),
         cmocka_unit_test(test_cut_and_resume),
+        cmocka_unit_test(test_ascend_experience_reaches_k3_prompt),
         cmocka_unit_test(test_cli_two_processes),
     };
     return cmocka_run_group_tests(tests, setup_all, teardown_all);
