@@ -67,5 +67,10 @@ int cli_report(struct cli *c, int argc, char **argv);  /* core/cli_report.c */
  * platform (core/cli_k3.c). */
 struct plat_settings;
 void cli_platform_settings(struct cli *c, struct plat_settings *s);
+/* The target to use: override (a --platform value) if set, else the config's
+ * platform.name, else "k3". The string is override's or the config's. */
+const char *cli_platform_name(struct cli *c, const char *override);
+/* Settings of target `name` from the config (platform.<name>.*). */
+void cli_platform_settings_for(struct cli *c, const char *name, struct plat_settings *s);
 
 #endif /* KOPE_CLI_H */

@@ -21,26 +21,52 @@
 
 #define KERNEL_FILE_MAX (PLAT_SRC_MAX + 1)
 
-void cli_platform_settings(struct cli *c, struct plat_settings *s)
+const char *cli_platform_name(struct cli *c, const char *override)
+{
+    if (override && *override)
+        return override;
+    struct kope_config *cfg = cli_config(c);
+    return cfg ? kope_config_str(cfg, "platform.name", "k3") : "k3";
+}
+
+/* platform.<name>.<key> */
+static const char *plat_key(char *buf, size_t cap, const char *name, const char *key)
+{
+    snprintf(buf, cap, "platform.%.40s.%s", name, key);
+    return buf;
+}
+
+void cli_platform_settings_for(struct cli *c, const char *name, struct plat_settings *s)
 {
     plat_settings_init(s);
     struct kope_config *cfg = cli_config(c);
     if (!cfg)
         return;
-    s->cc = kope_config_str(cfg, "platform.k3.cc", NULL);
-    s->cflags = kope_config_str(cfg, "platform.k3.cflags", NULL);
-    s->runner = kope_config_str(cfg, "platform.k3.runner", NULL);
-    s->work_dir = kope_config_str(cfg, "platform.k3.work_dir", NULL);
-    s->deps_sysroot = kope_config_str(cfg, "platform.k3.deps_sysroot", NULL);
-    s->icount_plugin = kope_config_str(cfg, "platform.k3.icount_plugin", NULL);
-    s->timeout_ms = (int)kope_config_num(cfg, "platform.k3.timeout_ms", 0);
-    s->compile_timeout_ms = (int)kope_config_num(cfg, "platform.k3.compile_timeout_ms", 0);
-    s->mem_limit_bytes = (uint64_t)kope_config_num(cfg, "platform.k3.mem_limit_mb", 0) << 20;
-    s->output_cap_bytes = (uint64_t)kope_config_num(cfg, "platform.k3.output_cap_kb", 0) << 10;
-    s->min_repeat_ms = (int)kope_config_num(cfg, "platform.k3.min_repeat_ms", 0);
-    s->max_repeats = (int)kope_config_num(cfg, "platform.k3.max_repeats", 0);
-    if (kope_config_num(cfg, "platform.k3.flush_cache", 0) != 0)
+    char k[96];
+    s->cc = kope_config_str(cfg, plat_key(k, sizeof k, name, "cc"), NULL);
+    s->cflags = kope_config_str(cfg, plat_key(k, sizeof k, name, "cflags"), NULL);
+    s->runner = kope_config_str(cfg, plat_key(k, sizeof k, name, "runner"), NULL);
+    s->work_dir = kope_config_str(cfg, plat_key(k, sizeof k, name, "work_dir"), NULL);
+    s->deps_sysroot = kope_config_str(cfg, plat_key(k, sizeof k, name, "deps_sysroot"), NULL);
+    s->icount_plugin = kope_config_str(cfg, plat_key(k, sizeof k, name, "icount_plugin"), NULL);
+    s->timeout_ms = (int)kope_config_num(cfg, plat_key(k, sizeof k, name, "timeout_ms"), 0);
+    s->compile_timeout_ms = (int)kope_config_num(cfg, plat_key(k, sizeof k, name, "compile_timeout_ms"), 0);
+    s->mem_limit_bytes = (uint64_t)kope_config_num(cfg, plat_key(k, sizeof k, name, "mem_limit_mb"), 0) << 20;
+    s->output_cap_bytes = (uint64_t)kope_config_num(cfg, plat_key(k, sizeof k, name, "output_cap_kb"), 0) << 10;
+    s->min_repeat_ms = (int)kope_config_num(cfg, plat_key(k, sizeof k, name, "min_repeat_ms"), 0);
+    s->max_repeats = (int)kope_config_num(cfg, plat_key(k, sizeof k, name, "max_repeats"), 0);
+    if (kope_config_num(cfg, plat_key(k, sizeof k, name, "flush_cache"), 0) != 0)
         s->flags |= PLAT_SET_FLUSH_CACHE;
+    /* platform.ascend.*: the CANN toolkit, SoC, npu-smi and device */
+    s->toolkit_home = kope_config_str(cfg, plat_key(k, sizeof k, name, "home"), NULL);
+    s->soc_version = kope_config_str(cfg, plat_key(k, sizeof k, name, "soc"), NULL);
+    s->npu_smi = kope_config_str(cfg, plat_key(k, sizeof k, name, "npu_smi"), NULL);
+    s->device_id = (int)kope_config_num(cfg, plat_key(k, sizeof k, name, "device"), 0);
+}
+
+void cli_platform_settings(struct cli *c, struct plat_settings *s)
+{
+    cli_platform_settings_for(c, cli_platform_name(c, NULL), s);
 }
 
 static const char *opt_value(int argc, char **argv, int *i, const char *name)
@@ -128,8 +154,8 @@ static void print_measure(const struct plat_measure *m)
         printf("measure: FAIL %s: %s\n", plat_fail_name(m->reason), m->detail);
         return;
     }
-    printf("measure: %s\n", m->emulated ? "EMULATED (qemu): times below are emulator wall time, "
-                                          "not speed; only icount ratios are claimed" : "native");
+    printf("measure: %s\n", m->emulated ? "EMULATED (qemu, or a fake toolkit): times below are not "
+                                          "speed; only icount ratios are claimed" : "native");
     printf("  how: %s\n", m->method);
     printf("  %-12s median %10.0f ns  min %10.0f ns  spread %5.1f%%  repeats %d", "candidate",
            m->median_ns, m->min_ns, 100 * m->spread, m->repeats);
@@ -157,18 +183,20 @@ static void print_measure(const struct plat_measure *m)
 
 int cli_measure(struct cli *c, int argc, char **argv)
 {
-    const char *suite_path = NULL, *task_name = NULL, *file = NULL;
+    const char *suite_path = NULL, *task_name = NULL, *file = NULL, *platform = NULL;
     int no_baselines = 0, verify_only = 0, flush = 0, roofline = 0;
     if (cli_wants_help(argc, argv)) {
         printf("usage: kope measure KERNEL.c --task NAME [--suite FILE] [--verify-only]\n"
-               "                    [--no-baselines] [--flush] [--roofline]\n"
+               "                    [--no-baselines] [--flush] [--roofline] [--platform k3|ascend]\n"
                "Screens, compiles, verifies (task shape + awkward sizes) and measures one kernel\n"
                "file against the task's same-run baselines (scalar -O2, auto-vectorized -O3,\n"
                "OpenBLAS for matmul). Under qemu results are labelled emulated: correctness and\n"
                "instruction counts only. --flush flushes caches between timed samples;\n"
                "--roofline probes the machine first and reports the kernel's share of the\n"
                "attainable roofline (native only).\n"
-               "Config: platform.name (k3), platform.k3.{cc,cflags,runner,timeout_ms,...}.\n"
+               "Config: platform.name (k3), platform.k3.{cc,cflags,runner,timeout_ms,...};\n"
+               "--platform ascend: an Ascend C file (platform/ascend/embed/kope_ascend.h) through\n"
+               "CANN, platform.ascend.{home,soc,npu_smi,device,timeout_ms} (docs/ASCEND.md).\n"
                "Exit: 0 passed, 1 failed, 2 usage.\n");
         return CLI_OK;
     }
@@ -178,6 +206,8 @@ int cli_measure(struct cli *c, int argc, char **argv)
             suite_path = v;
         else if ((v = opt_value(argc, argv, &i, "--task")))
             task_name = v;
+        else if ((v = opt_value(argc, argv, &i, "--platform")))
+            platform = v;
         else if (strcmp(argv[i], "--no-baselines") == 0)
             no_baselines = 1;
         else if (strcmp(argv[i], "--verify-only") == 0)
@@ -231,13 +261,12 @@ int cli_measure(struct cli *c, int argc, char **argv)
         goto out;
     }
     struct plat_settings set;
-    cli_platform_settings(c, &set);
+    const char *target = cli_platform_name(c, platform);
+    cli_platform_settings_for(c, target, &set);
     if (no_baselines)
         set.flags |= PLAT_SET_NO_BASELINES;
     if (flush)
         set.flags |= PLAT_SET_FLUSH_CACHE;
-    struct kope_config *cfg = cli_config(c);
-    const char *target = cfg ? kope_config_str(cfg, "platform.name", "k3") : "k3";
     rc = platform_open(target, &set, &p, err, sizeof err);
     if (rc) {
         fprintf(stderr, "kope measure: %s (%s)\n", err, platform_strerror(rc));

@@ -32,8 +32,37 @@ static void print_bytes(const char *label, uint64_t b)
         printf(" %s %llu KiB", label, (unsigned long long)(b >> 10));
 }
 
+/* A target other than k3 (today: ascend) fills the generic fields it has. */
+static void probe_print_other(const struct plat_probe *r)
+{
+    printf("target     %s%s\n", r->target,
+           r->emulated ? " (EMULATED: a fake toolkit, no hardware claims)" : "");
+    printf("soc        %s\n", r->soc[0] ? r->soc : "unknown");
+    if (r->n_cores)
+        printf("ai cores   %d (cube), vector cores %d\n", r->n_cores, r->vector_cores);
+    else
+        printf("ai cores   unknown\n");
+    printf("buffers   ");
+    print_bytes("UB", r->ub_bytes);
+    print_bytes("L1", r->l1d_bytes);
+    print_bytes("L2", r->l2_bytes);
+    print_bytes("HBM", r->hbm_bytes);
+    printf("%s\n", r->ub_bytes || r->l2_bytes ? "" : " unknown");
+    printf("speed      not probed on this target (no peak or bandwidth claim)\n");
+    if (r->toolkit[0])
+        printf("toolkit    %s\n", r->toolkit);
+    if (r->method[0])
+        printf("method     %s\n", r->method);
+    if (r->note[0])
+        printf("note       %s\n", r->note);
+}
+
 static void probe_print(const struct plat_probe *r)
 {
+    if (r->target[0] && strcmp(r->target, "k3") != 0) {
+        probe_print_other(r);
+        return;
+    }
     printf("target     k3%s\n", r->emulated ? " (EMULATED under qemu-user: no hardware claims)" : " (native)");
     printf("isa        %s\n", r->isa);
     printf("vlen       %d bits\n", r->vlen_bits);
@@ -84,6 +113,13 @@ static cJSON *probe_body(const struct plat_probe *r)
     cJSON_AddBoolToObject(b, "openblas_ok", r->openblas_ok);
     cJSON_AddStringToObject(b, "method", r->method);
     cJSON_AddStringToObject(b, "note", r->note);
+    if (r->target[0] && strcmp(r->target, "k3") != 0) { /* k3 bodies stay as they were */
+        cJSON_AddStringToObject(b, "soc", r->soc);
+        cJSON_AddNumberToObject(b, "vector_cores", r->vector_cores);
+        cJSON_AddNumberToObject(b, "ub_bytes", (double)r->ub_bytes);
+        cJSON_AddNumberToObject(b, "hbm_bytes", (double)r->hbm_bytes);
+        cJSON_AddStringToObject(b, "toolkit", r->toolkit);
+    }
     return b;
 }
 
@@ -106,7 +142,7 @@ static int probe_store(struct cli *c, const struct plat_probe *r)
     uint8_t id[32];
     char hex[GRAPH_ID_HEX];
     cJSON *body = probe_body(r);
-    int rc = body ? graph_append(&g, "probe", "k3", NULL, 0, body, id) : KOPE_ERR_NOMEM;
+    int rc = body ? graph_append(&g, "probe", r->target[0] ? r->target : "k3", NULL, 0, body, id) : KOPE_ERR_NOMEM;
     if (!rc)
         rc = graph_checkpoint(&g);
     if (rc) {
@@ -124,8 +160,9 @@ static int probe_store(struct cli *c, const struct plat_probe *r)
 int cli_probe(struct cli *c, int argc, char **argv)
 {
     int store = 1;
+    const char *platform = NULL;
     if (cli_wants_help(argc, argv)) {
-        printf("usage: kope probe [--no-store]\n"
+        printf("usage: kope probe [--no-store] [--platform k3|ascend]\n"
                "\n"
                "Characterises this machine for the k3 target: ISA, VLEN, cores, cache\n"
                "sizes (sysfs), FP32 FMA peak per core and for all cores (register-blocked\n"
@@ -135,12 +172,22 @@ int cli_probe(struct cli *c, int argc, char **argv)
                "The result is appended to the graph as a `probe` record when the store\n"
                "has a device identity (`kope init`).\n"
                "\n"
+               "--platform ascend (or config platform.name): the CANN toolkit and NPU of an\n"
+               "Ascend host: SoC version, AI/vector core counts, buffer sizes, what the\n"
+               "toolkit can do; on a host without CANN it says exactly what is missing and\n"
+               "exits 1. The Ascend driver has been run only against kope's fake toolkit,\n"
+               "never on real Ascend hardware (docs/ASCEND.md).\n"
+               "\n"
                "  --no-store   print only\n");
         return CLI_OK;
     }
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--no-store") == 0) {
             store = 0;
+        } else if (strcmp(argv[i], "--platform") == 0 && i + 1 < argc) {
+            platform = argv[++i];
+        } else if (strncmp(argv[i], "--platform=", 11) == 0) {
+            platform = argv[i] + 11;
         } else {
             fprintf(stderr, "kope probe: unexpected argument '%s' (see `kope probe --help`)\n", argv[i]);
             return CLI_USAGE;
@@ -149,15 +196,22 @@ int cli_probe(struct cli *c, int argc, char **argv)
     struct plat_settings s;
     struct platform *p = NULL;
     struct plat_probe r;
-    char err[512];
-    cli_platform_settings(c, &s);
-    int rc = platform_open("k3", &s, &p, err, sizeof err);
+    char err[1024];
+    const char *target = cli_platform_name(c, platform);
+    if (!platform_find(target)) {
+        fprintf(stderr, "kope probe: no platform '%s' (k3, ascend)\n", target);
+        return CLI_USAGE;
+    }
+    cli_platform_settings_for(c, target, &s);
+    int rc = platform_open(target, &s, &p, err, sizeof err);
     if (rc) {
         fprintf(stderr, "kope probe: %s\n", err);
         return CLI_FAIL;
     }
     rc = platform_probe(p, &r);
     if (rc) {
+        if (r.target[0]) /* what was found before the failure */
+            probe_print_other(&r);
         fprintf(stderr, "kope probe: %s\n", p->err[0] ? p->err : kope_strerror(rc));
         platform_close(p);
         return CLI_FAIL;

@@ -111,7 +111,7 @@ int cli_run(struct cli *c, int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) {
         printf("usage: kope run [--suite FILE] [--task NAME] [--budget N] [--offline]\n"
-               "                [--platform k3] [--tokens N] [--time-limit S] [--fresh]\n"
+               "                [--platform k3|ascend] [--tokens N] [--time-limit S] [--fresh]\n"
                "                [--no-memory] [--context active|passive]\n"
                "\n"
                "Optimizes every task of a suite (default: the embedded k3-core): per task,\n"
@@ -190,7 +190,7 @@ int cli_run(struct cli *c, int argc, char **argv)
         return CLI_USAGE;
     }
     struct plat_settings set;
-    cli_platform_settings(c, &set);
+    cli_platform_settings_for(c, o.target, &set);
     o.plat = &set;
     o.log = stdout;
     o.tty = isatty(STDOUT_FILENO);

@@ -52,8 +52,8 @@
 #define ASC_REPORT_MAX (256u << 10)
 #define ASC_WARMUP 5
 #define ASC_LAUNCHES 20               /* msprof op --launch-count */
-#define ASC_HONESTY "kope's Ascend driver has been tested only against its fake toolkit " \
-                    "(tests/fake-cann) and has never run on real Ascend hardware; see docs/ASCEND.md"
+#define ASC_HONESTY "kope's Ascend driver was tested only with its fake toolkit (tests/fake-cann), " \
+                    "never on real Ascend hardware: docs/ASCEND.md"
 
 static const struct { const char *from, *to; } rt_files[] = {
     {"platform/ascend/embed/host.cpp", "host.cpp"},
@@ -186,7 +186,7 @@ static int asc_open(struct platform *p)
     asc_discover(tk, s->toolkit_home, s->npu_smi, s->soc_version);
     a->device = s->device_id;
     if (!tk->home[0] || !tk->cmake_dir[0] || !tk->compiler[0] || !tk->cmake[0])
-        return set_err(p, PLAT_ERR_NO_TOOLCHAIN, "no usable CANN toolkit on this host: %.300s. (%s)",
+        return set_err(p, PLAT_ERR_NO_TOOLCHAIN, "no usable CANN toolkit: %.370s. (%s)",
                        tk->missing, ASC_HONESTY);
     if (s->work_dir && *s->work_dir) {
         if (strlen(s->work_dir) >= sizeof a->work)

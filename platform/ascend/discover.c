@@ -303,7 +303,7 @@ static int home_pick(struct asc_toolkit *tk, const char *home_setting)
             missing_add(tk, "%s", m);
         }
     }
-    missing_add(tk, "no CANN toolkit: ASCEND_HOME_PATH and ASCEND_TOOLKIT_HOME unset (source "
+    missing_add(tk, "ASCEND_HOME_PATH and ASCEND_TOOLKIT_HOME are unset (source "
                     "<cann>/set_env.sh) and neither /usr/local/Ascend/ascend-toolkit/latest nor "
                     "$HOME/Ascend/ascend-toolkit/latest exists%s", "");
     return 0;
