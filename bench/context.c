@@ -191,6 +191,7 @@ static int scan_cb(void *ctx, const struct store_rec *r)
 struct pick {
     struct plat_task *t;
     uint8_t *id;
+    int64_t rid;
     int found;
 };
 
@@ -209,7 +210,7 @@ static int pick_cb(void *ctx, const struct store_task_key *k)
     p->t->rtol = 1e-4;
     p->t->atol = 1e-5;
     snprintf(p->t->name, sizeof p->t->name, "query-%s", k->op);
-    memcpy(p->id, k->id, 32);
+    p->rid = k->rid;
     p->found = 1;
     return 0;
 }
@@ -283,8 +284,10 @@ static void run_size(const char *dir, int64_t n)
                                                PLAT_OP_ADD, PLAT_OP_RMSNORM, PLAT_OP_SUM,
                                                PLAT_OP_GEMV, PLAT_OP_GELU_TANH};
     for (int q = 0; q < QUERIES; q++) {
-        struct pick pk = {&qtasks[q], qids[q], 0};
+        struct pick pk = {&qtasks[q], qids[q], 0, 0};
         int rc = store_task_keys(f.st, plat_op_name(qops[q]), 1, pick_cb, &pk);
+        if (!rc && pk.found)
+            rc = store_rec_id(f.st, pk.rid, qids[q]);
         if (rc || !pk.found)
             die("no query task of that op (graph too small?)", rc ? rc : KOPE_ERR_NOTFOUND);
     }

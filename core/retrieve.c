@@ -120,7 +120,8 @@ double retrieve_similarity(const struct plat_task *a, const char *dtype_a,
 /* ------------------------------------------------------------ candidates */
 
 struct cand {
-    uint8_t id[32];
+    int64_t rid;
+    uint8_t id[32];   /* resolved for the kept candidates only */
     char id_hex[GRAPH_ID_HEX];
     char target[32];
     char dtype[16];
@@ -143,7 +144,7 @@ static int cand_better(const struct cand *a, const struct cand *b)
 {
     if (a->score != b->score)
         return a->score > b->score;
-    return memcmp(a->id, b->id, 32) < 0;
+    return a->rid > b->rid; /* newer first */
 }
 
 static int key_to_task(const struct store_task_key *k, struct plat_task *t)
@@ -173,13 +174,11 @@ static int scan_cb(void *vctx, const struct store_task_key *k)
 {
     struct scan_ctx *c = vctx;
     c->scanned++;
-    if (c->q->task_id && memcmp(k->id, c->q->task_id, 32) == 0)
-        return 0;
     struct cand cd;
     memset(&cd, 0, sizeof cd);
     if (key_to_task(k, &cd.t))
         return 0;
-    memcpy(cd.id, k->id, 32);
+    cd.rid = k->rid;
     snprintf(cd.target, sizeof cd.target, "%s", k->target ? k->target : "?");
     snprintf(cd.dtype, sizeof cd.dtype, "%s", k->dtype ? k->dtype : "f32");
     cd.sim = retrieve_similarity(c->q->task, c->dtype, &cd.t, cd.dtype, c->ridge);
@@ -593,7 +592,9 @@ int retrieve_run(struct graph *g, const struct retr_query *q, struct retr_result
     }
     out->ridge = sc.ridge;
     out->bound = retrieve_bound(q->task, sc.ridge);
-    sc.cap = (size_t)(q->max_tasks > 0 ? q->max_tasks : RETR_MAX_TASKS);
+    /* one more than kept: the query task itself may be among the best */
+    size_t keep = (size_t)(q->max_tasks > 0 ? q->max_tasks : RETR_MAX_TASKS);
+    sc.cap = keep + 1;
     sc.top = calloc(sc.cap + 1, sizeof *sc.top);
     if (!sc.top)
         return KOPE_ERR_NOMEM;
@@ -610,6 +611,19 @@ int retrieve_run(struct graph *g, const struct retr_query *q, struct retr_result
         goto out;
     }
     out->n_keys_scanned = sc.scanned;
+    /* resolve the kept candidates' ids; drop the query task */
+    size_t w = 0;
+    for (size_t i = 0; i < sc.n; i++) {
+        if ((rc = store_rec_id(g->st, sc.top[i].rid, sc.top[i].id))) {
+            snprintf(g->err, sizeof g->err, "retrieval: %s", store_errmsg(g->st));
+            goto out;
+        }
+        if (q->task_id && memcmp(sc.top[i].id, q->task_id, 32) == 0)
+            continue;
+        if (w < keep)
+            sc.top[w++] = sc.top[i];
+    }
+    sc.n = w;
 
     /* 2. lessons from each kept task (through the exp_keys index); the
      * best kernel source only from the two most similar same-target tasks

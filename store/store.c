@@ -28,7 +28,7 @@ enum stmt_id {
     S_ORIGIN_GET, S_ORIGIN_EACH, S_ORIGIN_CKPT,
     S_BLOB_INS, S_BLOB_GET, S_BLOB_HAS,
     S_META_GET, S_META_SET,
-    S_TASK_KEYS,
+    S_TASK_KEYS, S_REC_ID_BY_RID,
     S_EXP_BEST, S_EXP_FAILS, S_EXP_INSIGHTS, S_EXP_RECENT,
     S_N
 };
@@ -68,9 +68,11 @@ static const char *const stmt_sql[S_N] = {
     [S_META_GET] = "SELECT value FROM meta WHERE key = ?1",
     [S_META_SET] = "INSERT INTO meta(key, value) VALUES(?1, ?2) "
                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-    [S_TASK_KEYS] = "SELECT r.id, t.op, t.target, t.dtype, t.n, t.rows, t.cols, t.m, t.k, t.batch"
-                    " FROM task_keys t JOIN records r ON r.rid = t.rid"
-                    " WHERE t.op = ?1 ORDER BY t.rid DESC LIMIT ?2",
+    /* no join: the record id is fetched only for the tasks retrieval keeps
+     * (store_rec_id), which saves a table lookup per candidate */
+    [S_TASK_KEYS] = "SELECT t.rid, t.op, t.target, t.dtype, t.n, t.rows, t.cols, t.m, t.k, t.batch"
+                    " FROM task_keys t WHERE t.op = ?1 ORDER BY t.rid DESC LIMIT ?2",
+    [S_REC_ID_BY_RID] = "SELECT id FROM records WHERE rid = ?1",
 #define EXP_COLS "SELECT r.id, e.kind, e.parent, e.status, e.speedup, e.share, e.reason" \
                  " FROM exp_keys e JOIN records r ON r.rid = e.rid WHERE e.task = ?1"
     [S_EXP_BEST] = EXP_COLS " AND e.status = 'pass' ORDER BY e.speedup DESC, e.rid LIMIT ?2",
@@ -762,6 +764,22 @@ int store_meta_set(struct store *st, const char *key, const char *value)
     return step_done(st, s);
 }
 
+int store_rec_id(struct store *st, int64_t rid, uint8_t id[32])
+{
+    sqlite3_stmt *s = stmt(st, S_REC_ID_BY_RID);
+    if (!s)
+        return STORE_ERR_SQL;
+    sqlite3_bind_int64(s, 1, rid);
+    int rc = sqlite3_step(s), has = 0;
+    if (rc == SQLITE_ROW)
+        copy32(s, 0, id, &has);
+    int out = rc == SQLITE_ROW ? (has ? 0 : STORE_ERR_CORRUPT)
+              : rc == SQLITE_DONE ? STORE_ERR_NOTFOUND : fail(st, rc);
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return out;
+}
+
 /* --------------------------------------------------------------- experience keys */
 
 int store_exp_keys(struct store *st, const uint8_t task[32], enum store_exp_query q, int limit,
@@ -814,7 +832,7 @@ int store_task_keys(struct store *st, const char *op, int limit, store_task_key_
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
         struct store_task_key k;
         memset(&k, 0, sizeof k);
-        copy32(s, 0, k.id, NULL);
+        k.rid = sqlite3_column_int64(s, 0);
         k.op = (const char *)sqlite3_column_text(s, 1);
         k.target = (const char *)sqlite3_column_text(s, 2);
         k.dtype = (const char *)sqlite3_column_text(s, 3);

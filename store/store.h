@@ -118,7 +118,7 @@ int store_meta_set(struct store *st, const char *key, const char *value);
  * One row per task record whose body has a string "op": its target, dtype
  * and shape dimensions (0 when absent), kept by a trigger on insert. */
 struct store_task_key {
-    uint8_t id[32];       /* the task record */
+    int64_t rid;          /* the task record's row (store_rec_id gives its id) */
     const char *op, *target, *dtype; /* dtype may be NULL */
     int64_t n, rows, cols, m, k, batch;
 };
@@ -126,6 +126,8 @@ typedef int store_task_key_cb(void *ctx, const struct store_task_key *k);
 /* The task keys of op, newest first, at most limit rows; cb as for
  * store_rec_query (a non-zero return stops the walk and is returned). */
 int store_task_keys(struct store *st, const char *op, int limit, store_task_key_cb *cb, void *ctx);
+/* The id of the record in row rid; STORE_ERR_NOTFOUND if there is none. */
+int store_rec_id(struct store *st, int64_t rid, uint8_t id[32]);
 
 /* --- experience keys: outcomes and insights by task (schema 5) ----------- *
  * One row per outcome or insight record filed under a task: the parent

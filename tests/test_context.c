@@ -451,11 +451,14 @@ static void test_calibration(void **s)
     fx_close(&f);
 }
 
+static int64_t big_rid;
 static int key_cb(void *ctx, const struct store_task_key *k)
 {
     int *n = ctx;
-    if (strcmp(k->op, "silu") == 0 && strcmp(k->target, "k3") == 0 && k->n == 1048576)
+    if (strcmp(k->op, "silu") == 0 && strcmp(k->target, "k3") == 0 && k->n == 1048576) {
         n[1]++;
+        big_rid = k->rid;
+    }
     n[0]++;
     return 0;
 }
@@ -469,6 +472,10 @@ static void test_task_keys_index(void **s)
     assert_int_equal(store_task_keys(f.st, "silu", 100, key_cb, n), 0);
     assert_int_equal(n[0], 4); /* three silu tasks on k3, one on ascend */
     assert_int_equal(n[1], 1);
+    uint8_t id[32];
+    assert_int_equal(store_rec_id(f.st, big_rid, id), 0);
+    assert_memory_equal(id, T_SILU_K3_BIG, 32);
+    assert_int_equal(store_rec_id(f.st, 1 << 30, id), STORE_ERR_NOTFOUND);
     n[0] = n[1] = 0;
     assert_int_equal(store_task_keys(f.st, "silu", 2, key_cb, n), 0);
     assert_int_equal(n[0], 2); /* the limit holds */
