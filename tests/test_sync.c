@@ -674,6 +674,52 @@ static void test_eight_clients_at_once(void **s)
     world_close(&w);
 }
 
+/* A syncs with B while B syncs with A: both end with the union, and
+ * nothing stored changes when it is done again. */
+struct cross {
+    struct dev *d;
+    struct srv *s;
+    int rc;
+};
+
+static void *cross_main(void *arg)
+{
+    struct cross *c = arg;
+    c->rc = client_sync(c->d, c->s, NULL);
+    return NULL;
+}
+
+static void test_both_ways_at_once(void **s)
+{
+    (void)s;
+    struct dev a, b;
+    struct srv sa, sb;
+    pthread_t t1, t2;
+    dev_make(&a, "at_once_a", "k3", &fleet_ca);
+    dev_make(&b, "at_once_b", "ascend", &fleet_ca);
+    dev_work(&a, "gemm", 200, 50);
+    dev_work(&b, "softmax", 200, 50);
+    srv_start(&sa, &a, 5000);
+    srv_start(&sb, &b, 5000);
+    for (int round = 0; round < 2; round++) {
+        struct cross ca = {&a, &sb, -1}, cb = {&b, &sa, -1};
+        pthread_create(&t1, NULL, cross_main, &ca);
+        pthread_create(&t2, NULL, cross_main, &cb);
+        pthread_join(t1, NULL);
+        pthread_join(t2, NULL);
+        assert_int_equal(ca.rc, 0);
+        assert_int_equal(cb.rc, 0);
+        assert_same_records(&a, &b);
+    }
+    srv_wait(&sa, 2);
+    srv_wait(&sb, 2);
+    assert_int_equal(sa.n_failed + sb.n_failed, 0);
+    srv_stop(&sa);
+    srv_stop(&sb);
+    dev_free(&a);
+    dev_free(&b);
+}
+
 /* ------------------------------------------------------------ lying records */
 
 /* Shared check: the server refused a's records with `reason`, stored none
@@ -1361,6 +1407,7 @@ int main(void)
         cmocka_unit_test(test_relay_keeps_origin_signature),
         cmocka_unit_test(test_pre_enrollment_history),
         cmocka_unit_test(test_eight_clients_at_once),
+        cmocka_unit_test(test_both_ways_at_once),
         cmocka_unit_test(test_forged_signature),
         cmocka_unit_test(test_tampered_body),
         cmocka_unit_test(test_chain_gap),
