@@ -33,6 +33,7 @@
 #include "core/util.h"
 #include "net/llm_reply.h"
 #include "platform/embed.h"
+#include "store/store.h"
 
 #ifndef CTX_HOT_SHARE
 #define CTX_HOT_SHARE 0.6 /* of the budget, at most, for best kernel + feedback */
@@ -362,7 +363,7 @@ static double section_relevance(const char *keys, size_t len, const struct ctx_r
 }
 
 static int cold_cands(struct build *b, const struct ctx_request *rq, const char *statuses,
-                      int want_ascend)
+                      int want_ascend, const char *probe_ref)
 {
     int nominal;
     const char *bound = retr_bound_name(retrieve_bound(rq->task, task_ridge(rq->probe, &nominal)));
@@ -438,8 +439,48 @@ static int cold_cands(struct build *b, const struct ctx_request *rq, const char 
         buf_printf(&t, "No probe given: assume VLEN 256 (K3). Speed is the ratio against "
                        "same-run baselines (instruction counts when emulated).\n");
     }
-    return cand_new(b, CTX_COLD, 1, detach(&t), "probe", "the target's probe results", 1.5) ? 0
-                                                                                          : b->err;
+    return cand_new(b, CTX_COLD, 1, detach(&t), probe_ref,
+                    strcmp(probe_ref, "probe") ? "the target's newest probe record"
+                                               : "the probe results given (or none)",
+                    1.5) ? 0 : b->err;
+}
+
+/* The newest probe record of the target, as struct plat_probe (speeds are
+ * stored as integer MFLOP/s and MB/s: core/cli_probe.c). */
+struct probe_ctx {
+    struct plat_probe *pr;
+    char id_hex[GRAPH_ID_HEX];
+};
+
+static int probe_cb(void *vctx, const struct store_rec *r)
+{
+    struct probe_ctx *c = vctx;
+    cJSON *j = cJSON_ParseWithLength(r->canon, r->canon_len);
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(j, "body");
+    if (!cJSON_IsObject(b)) {
+        cJSON_Delete(j);
+        return 0;
+    }
+    struct plat_probe *pr = c->pr;
+    memset(pr, 0, sizeof *pr);
+    const cJSON *v;
+    pr->emulated = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "emulated"));
+    if (cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(b, "isa")))
+        snprintf(pr->isa, sizeof pr->isa, "%s", v->valuestring);
+#define NUM(k) (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(b, k)) && v->valuedouble > 0 \
+                    ? v->valuedouble : 0)
+    pr->vlen_bits = (int)NUM("vlen_bits");
+    pr->n_cores = (int)NUM("cores");
+    pr->l1d_bytes = (uint64_t)NUM("l1d_bytes");
+    pr->l2_bytes = (uint64_t)NUM("l2_bytes");
+    pr->l3_bytes = (uint64_t)NUM("l3_bytes");
+    pr->peak_gflops_core = NUM("fma_mflops_core") / 1000.0;
+    pr->peak_gflops_all = NUM("fma_mflops_all") / 1000.0;
+    pr->triad_gbs = NUM("triad_mbs") / 1000.0;
+#undef NUM
+    util_hex(r->id, 32, c->id_hex);
+    cJSON_Delete(j);
+    return 0;
 }
 
 /* ------------------------------------------------------------ selection */
@@ -730,7 +771,7 @@ int context_build(struct graph *g, const struct ctx_request *rq, struct ctx_prom
     uint64_t t0 = util_now_ns();
     struct build b;
     struct retr_result rr;
-    char *system = NULL;
+    char *system = NULL, probe_ref[64] = "probe";
     memset(&b, 0, sizeof b);
     retr_result_init(&rr);
     ctx_prompt_init(out);
@@ -746,6 +787,12 @@ int context_build(struct graph *g, const struct ctx_request *rq, struct ctx_prom
     if (!q.budget_tokens)
         q.budget_tokens = CTX_BUDGET_DEFAULT;
     out->mode = q.mode;
+    struct plat_probe stored;
+    struct probe_ctx pc = {&stored, ""};
+    if (!q.probe && store_probe_latest(g->st, q.target, probe_cb, &pc) == 0 && pc.id_hex[0]) {
+        q.probe = &stored;
+        snprintf(probe_ref, sizeof probe_ref, "probe:%.16s", pc.id_hex);
+    }
     if (!(system = system_text(&q))) {
         rc = KOPE_ERR_NOMEM;
         goto out;
@@ -845,7 +892,7 @@ int context_build(struct graph *g, const struct ctx_request *rq, struct ctx_prom
             strcat(statuses, " ");
         }
     /* 3. cold */
-    if ((rc = cold_cands(&b, &q, statuses, want_ascend)))
+    if ((rc = cold_cands(&b, &q, statuses, want_ascend, probe_ref)))
         goto out;
 
     /* 4. greedy by value per token over what the hot tier left */

@@ -28,7 +28,7 @@ enum stmt_id {
     S_ORIGIN_GET, S_ORIGIN_EACH, S_ORIGIN_CKPT,
     S_BLOB_INS, S_BLOB_GET, S_BLOB_HAS,
     S_META_GET, S_META_SET,
-    S_TASK_KEYS, S_REC_ID_BY_RID,
+    S_TASK_KEYS, S_REC_ID_BY_RID, S_PROBE_LATEST,
     S_EXP_BEST, S_EXP_FAILS, S_EXP_INSIGHTS, S_EXP_RECENT,
     S_N
 };
@@ -73,6 +73,8 @@ static const char *const stmt_sql[S_N] = {
     [S_TASK_KEYS] = "SELECT t.rid, t.op, t.target, t.dtype, t.n, t.rows, t.cols, t.m, t.k, t.batch"
                     " FROM task_keys t WHERE t.op = ?1 ORDER BY t.rid DESC LIMIT ?2",
     [S_REC_ID_BY_RID] = "SELECT id FROM records WHERE rid = ?1",
+    [S_PROBE_LATEST] = "SELECT " REC_COLS REC_FROM "WHERE r.kind = 'probe' AND r.target = ?1 "
+                       "ORDER BY r.rid DESC LIMIT 1",
 #define EXP_COLS "SELECT r.id, e.kind, e.parent, e.status, e.speedup, e.share, e.reason" \
                  " FROM exp_keys e JOIN records r ON r.rid = e.rid WHERE e.task = ?1"
     [S_EXP_BEST] = EXP_COLS " AND e.status = 'pass' ORDER BY e.speedup DESC, e.rid LIMIT ?2",
@@ -268,6 +270,9 @@ static const char *const migrations[] = {
     "    json_extract(canon, '$.body.summary')), 1, 600)"
     "  FROM records WHERE kind IN ('outcome', 'insight') AND task IS NOT NULL"
     "   AND json_valid(canon);",
+    /* 5 -> 6: probe records get a small partial index, so the context
+     * manager finds a target's newest probe (its roofline) without a scan. */
+    "CREATE INDEX records_probes ON records(rid) WHERE kind = 'probe';",
 };
 _Static_assert(sizeof migrations / sizeof migrations[0] == STORE_SCHEMA_VERSION,
                "one migration per schema version");
@@ -778,6 +783,15 @@ int store_rec_id(struct store *st, int64_t rid, uint8_t id[32])
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
     return out;
+}
+
+int store_probe_latest(struct store *st, const char *target, store_rec_cb *cb, void *ctx)
+{
+    sqlite3_stmt *s = stmt(st, S_PROBE_LATEST);
+    if (!s)
+        return STORE_ERR_SQL;
+    sqlite3_bind_text(s, 1, target, -1, SQLITE_STATIC);
+    return rec_rows(st, s, 1, cb, ctx);
 }
 
 /* --------------------------------------------------------------- experience keys */

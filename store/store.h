@@ -30,7 +30,7 @@ enum store_err {
     STORE_ERR_READONLY = -108,
 };
 
-#define STORE_SCHEMA_VERSION 5
+#define STORE_SCHEMA_VERSION 6
 
 struct store;
 
@@ -126,6 +126,9 @@ typedef int store_task_key_cb(void *ctx, const struct store_task_key *k);
 /* The task keys of op, newest first, at most limit rows; cb as for
  * store_rec_query (a non-zero return stops the walk and is returned). */
 int store_task_keys(struct store *st, const char *op, int limit, store_task_key_cb *cb, void *ctx);
+/* The newest probe record of target (schema 6: a partial index), passed to
+ * cb; STORE_ERR_NOTFOUND when the target has none. */
+int store_probe_latest(struct store *st, const char *target, store_rec_cb *cb, void *ctx);
 /* The id of the record in row rid; STORE_ERR_NOTFOUND if there is none. */
 int store_rec_id(struct store *st, int64_t rid, uint8_t id[32]);
 

@@ -488,6 +488,55 @@ static void test_task_keys_index(void **s)
     fx_close(&f);
 }
 
+/* Without a probe in the request, the target's newest probe record is used
+ * (roofline ridge and the cold tier's machine notes); another target's is not. */
+static void test_probe_record_used(void **s)
+{
+    (void)s;
+    struct fx f;
+    build_graph(&f, "probe");
+    struct plat_task t = silu_task(4864);
+    struct ctx_request rq;
+    request(&rq, &t);
+    struct ctx_prompt p;
+    ctx_prompt_init(&p);
+    assert_int_equal(context_build(&f.g, &rq, &p), 0);
+    assert_non_null(strstr(p.user, "nominal: no native probe"));
+    ctx_prompt_free(&p);
+    cJSON *old = cJSON_Parse("{\"emulated\":false,\"isa\":\"rv64old\",\"vlen_bits\":128,"
+                             "\"fma_mflops_core\":1000,\"triad_mbs\":1000}");
+    cJSON *asc = cJSON_Parse("{\"emulated\":false,\"isa\":\"davinci\",\"vlen_bits\":0,"
+                             "\"fma_mflops_core\":99000,\"triad_mbs\":1000}");
+    cJSON *now = cJSON_Parse("{\"emulated\":false,\"isa\":\"rv64gcv_zba_zbb_zbs\",\"vlen_bits\":256,"
+                             "\"cores\":8,\"fma_mflops_core\":64000,\"triad_mbs\":4000}");
+    assert_int_equal(graph_append(&f.g, "probe", "k3", NULL, 0, old, NULL), 0);
+    assert_int_equal(graph_append(&f.g, "probe", "k3", NULL, 0, now, NULL), 0);
+    assert_int_equal(graph_append(&f.g, "probe", "ascend", NULL, 0, asc, NULL), 0);
+    cJSON_Delete(old);
+    cJSON_Delete(now);
+    cJSON_Delete(asc);
+    ctx_prompt_init(&p);
+    assert_int_equal(context_build(&f.g, &rq, &p), 0);
+    assert_non_null(strstr(p.user, "Probed: ISA rv64gcv_zba_zbb_zbs, VLEN 256, 8 cores"));
+    assert_non_null(strstr(p.user, "ridge 16.00, probed"));
+    assert_null(strstr(p.user, "rv64old"));
+    assert_null(strstr(p.user, "davinci"));
+    assert_non_null(find_item(&p, "probe:"));
+    ctx_prompt_free(&p);
+    /* a probe given in the request wins */
+    struct plat_probe pr;
+    memset(&pr, 0, sizeof pr);
+    pr.emulated = 1;
+    snprintf(pr.isa, sizeof pr.isa, "rv64gcv");
+    pr.vlen_bits = 256;
+    rq.probe = &pr;
+    ctx_prompt_init(&p);
+    assert_int_equal(context_build(&f.g, &rq, &p), 0);
+    assert_non_null(strstr(p.user, "Emulated (qemu)"));
+    ctx_prompt_free(&p);
+    fx_close(&f);
+}
+
 static int exp_cb(void *ctx, const struct store_exp_key *k)
 {
     int *n = ctx;
@@ -568,6 +617,7 @@ int main(void)
         cmocka_unit_test(test_calibration),
         cmocka_unit_test(test_task_keys_index),
         cmocka_unit_test(test_migration_backfills_keys),
+        cmocka_unit_test(test_probe_record_used),
         cmocka_unit_test(test_cli_context),
     };
     return cmocka_run_group_tests_name("context", tests, NULL, NULL);
