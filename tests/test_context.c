@@ -249,6 +249,62 @@ static void test_hot_trimming_order(void **s)
     fx_close(&f);
 }
 
+/* Random budgets and feedback: the budget always holds, the task is always
+ * there, and the feedback kept is always the newest ones (a suffix). */
+static void test_budget_property(void **s)
+{
+    (void)s;
+    struct fx f;
+    build_graph(&f, "prop");
+    struct plat_task t = silu_task(4864);
+    uint64_t x = 0x2545f4914f6cdd1dull;
+    static char texts[8][6000];
+    for (int round = 0; round < 40; round++) {
+        struct ctx_feedback fb[8];
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        size_t n_fb = x % 9, budget = CTX_BUDGET_MIN + (size_t)(x >> 8) % 12000;
+        for (size_t i = 0; i < n_fb; i++) {
+            size_t len = (size_t)((x >> (i * 5)) % (sizeof texts[i] - 1));
+            for (size_t k = 0; k < len; k++)
+                texts[i][k] = (char)(k % 61 == 60 ? '\n' : 'a' + (int)((k * 7 + i) % 26));
+            texts[i][len] = '\0';
+            fb[i] = (struct ctx_feedback){"verify", i % 2 ? "wrong_result" : "compile_error", "t",
+                                          texts[i], 0, NULL, 0};
+        }
+        struct ctx_request rq;
+        request(&rq, &t);
+        rq.feedback = fb;
+        rq.n_feedback = n_fb;
+        rq.budget_tokens = budget;
+        if (x & 1)
+            rq.best_source = NULL;
+        struct ctx_prompt p;
+        ctx_prompt_init(&p);
+        assert_int_equal(context_build(&f.g, &rq, &p), 0);
+        assert_true(p.n_tokens_raw <= budget);
+        assert_non_null(strstr(p.user, "## Task"));
+        assert_non_null(strstr(p.user, "## Your answer"));
+        int kept = 0;
+        for (size_t i = 1; i <= n_fb; i++) {
+            char ref[32];
+            snprintf(ref, sizeof ref, "hot:feedback[%zu]", i);
+            const struct ctx_item *it = find_item(&p, ref);
+            assert_non_null(it);
+            if (it->chosen)
+                kept = 1;
+            else
+                assert_false(kept);
+        }
+        if (n_fb) { /* the newest is never dropped, at most cut */
+            char ref[32];
+            snprintf(ref, sizeof ref, "hot:feedback[%zu]", n_fb);
+            assert_true(find_item(&p, ref)->chosen);
+        }
+        ctx_prompt_free(&p);
+    }
+    fx_close(&f);
+}
+
 static void test_retrieval_ranking(void **s)
 {
     (void)s;
@@ -611,6 +667,7 @@ int main(void)
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_budget_respected),
         cmocka_unit_test(test_hot_trimming_order),
+        cmocka_unit_test(test_budget_property),
         cmocka_unit_test(test_retrieval_ranking),
         cmocka_unit_test(test_prompt_content),
         cmocka_unit_test(test_passive_full_history),
