@@ -358,6 +358,11 @@ static int recv_delta(struct sess *s)
             rc = fail(s, rc, "import stopped: %s (%s)", kope_strerror(rc), is.first_error);
             goto out;
         }
+        if (is.rejected > SYNC_REJECT_MAX) { /* a peer that only wastes our time */
+            rc = fail(s, NET_ERR_PEER, "more than %d refused records, stopping: %s", SYNC_REJECT_MAX,
+                      is.first_error);
+            goto out;
+        }
     }
     if ((rc = expect_json(s, NET_SYNC_END, "end", &end)))
         goto out;

@@ -26,6 +26,9 @@
 #ifndef SYNC_MAX_PENDING
 #define SYNC_MAX_PENDING 262144   /* records held for one run before its checkpoint */
 #endif
+#ifndef SYNC_REJECT_MAX
+#define SYNC_REJECT_MAX 100000    /* refused records before a session is cut */
+#endif
 #ifndef SYNC_VECTOR_ENTRIES_MAX
 #define SYNC_VECTOR_ENTRIES_MAX 10000
 #endif
