@@ -41,6 +41,7 @@
 #ifndef CTX_MIN_VALUE
 #define CTX_MIN_VALUE 0.1 /* warm/cold items worth less are never sent */
 #endif
+#define FEEDBACK_KEEP_MIN 600 /* bytes of the newest feedback kept before the source is cut */
 #define PROMPT_MAX (4u * 1024 * 1024) /* an active prompt's bytes, a safety cap */
 #define KNOWLEDGE_SECTION_MAX 64
 
@@ -413,7 +414,9 @@ static int cold_cands(struct build *b, const struct ctx_request *rq, const char 
             snprintf(ref, sizeof ref, "knowledge/%s#%d", slash ? slash + 1 : files[f], ++sec);
             snprintf(title, sizeof title, "%.*s", nl ? (int)(nl - h - 3) : 0, h + 3);
             snprintf(why, sizeof why, "\"%s\", relevance %.2f", title, rel);
-            if (!cand_new(b, CTX_COLD, 0, detach(&t), ref, why, 0.8 * rel))
+            /* squared: a section that matches the op and the failure beats two
+             * generic ones of the same size */
+            if (!cand_new(b, CTX_COLD, 0, detach(&t), ref, why, 0.7 * rel * rel))
                 return b->err;
             if (sec >= KNOWLEDGE_SECTION_MAX)
                 break;
@@ -726,9 +729,12 @@ static int hot_fit(struct build *b, const struct ctx_request *rq, size_t hot_cap
                  "; dropped: hot tier over its share (oldest feedback goes first)");
         used -= c->n_tokens;
     }
-    /* 2. cut the newest feedback, then the best source, to what is left */
-    for (int pass = 0; pass < 2 && used > hot_cap; pass++) {
-        int kind = pass == 0 ? HOT_FEEDBACK : HOT_BEST;
+    /* 2. cut the newest feedback (keeping its first FEEDBACK_KEEP_MIN
+     * bytes: the first compiler error, the failing case), then the best
+     * source, then, only if still over, the rest of the feedback */
+    for (int pass = 0; pass < 3 && used > hot_cap; pass++) {
+        int kind = pass == 1 ? HOT_BEST : HOT_FEEDBACK;
+        size_t floor_bytes = pass == 0 ? FEEDBACK_KEEP_MIN : 0;
         for (size_t i = 0; i < b->n && used > hot_cap; i++) {
             struct cand *c = &b->c[i];
             if (c->tier != CTX_HOT || c->kind != kind || !c->chosen)
@@ -745,6 +751,8 @@ static int hot_fit(struct build *b, const struct ctx_request *rq, size_t hot_cap
                 } else {
                     const struct ctx_feedback *f = &rq->feedback[rq->n_feedback - 1];
                     size_t tl = f->text ? strlen(f->text) : 0;
+                    if (keep < floor_bytes)
+                        keep = floor_bytes;
                     t = feedback_text(f, rq->n_feedback - 1, rq->n_feedback, keep < tl ? keep : tl);
                 }
                 if (!t)
@@ -754,12 +762,13 @@ static int hot_fit(struct build *b, const struct ctx_request *rq, size_t hot_cap
                 free(c->text);
                 c->text = t;
                 c->n_tokens = nt;
-                if (used <= hot_cap || keep == 0)
+                if (used <= hot_cap || keep <= floor_bytes)
                     break;
                 keep_tokens = keep_tokens * 3 / 4;
             }
-            snprintf(c->why + strlen(c->why), sizeof c->why - strlen(c->why),
-                     "; cut to fit the hot tier's share");
+            if (!strstr(c->why, "; cut"))
+                snprintf(c->why + strlen(c->why), sizeof c->why - strlen(c->why),
+                         "; cut to fit the hot tier's share");
         }
     }
     return 0;
