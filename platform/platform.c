@@ -311,3 +311,15 @@ void platform_build_free(struct platform *p, struct plat_build *b)
     if (p && b && p->ops->build_free)
         p->ops->build_free(p, b);
 }
+
+int platform_starter(struct platform *p, const struct plat_task *t, char **src, size_t *len,
+                     char *label, size_t label_len)
+{
+    *src = NULL;
+    *len = 0;
+    if (label_len)
+        label[0] = '\0';
+    if (!p->ops->starter)
+        return PLAT_ERR_UNSUPPORTED;
+    return p->ops->starter(p, t, src, len, label, label_len);
+}

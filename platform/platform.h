@@ -371,6 +371,16 @@ struct platform_ops {
     /* Remove one build's files. Optional: NULL means builds need no cleanup
      * beyond close(). */
     void (*build_free)(struct platform *p, struct plat_build *b);
+
+    /* A built-in kernel, correct for every task of t's op (not tuned), for
+     * targets whose kernels core's tuner cannot write (its templates are K3
+     * RVV C): a proposer's first trial and an LLM's starting point. Optional:
+     * NULL means the target has none (k3: use the tuner). On success *src is
+     * malloc'd (the caller frees it), *len its bytes, label a short name for
+     * records ("ascend-starter-activation"). Returns 0, or
+     * PLAT_ERR_UNSUPPORTED when there is none for this op. */
+    int (*starter)(struct platform *p, const struct plat_task *t, char **src, size_t *len,
+                   char *label, size_t label_len);
 };
 
 /* An open target. The ops table is static; priv belongs to the target. */
@@ -403,5 +413,9 @@ int platform_measure(struct platform *p, const struct plat_task *t,
                      const struct plat_build *b, struct plat_measure *out);
 int platform_probe(struct platform *p, struct plat_probe *out);
 void platform_build_free(struct platform *p, struct plat_build *b);
+/* The target's built-in starter kernel for t (see platform_ops.starter);
+ * PLAT_ERR_UNSUPPORTED when the target has none. */
+int platform_starter(struct platform *p, const struct plat_task *t, char **src, size_t *len,
+                     char *label, size_t label_len);
 
 #endif /* KOPE_PLATFORM_H */

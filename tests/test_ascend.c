@@ -320,41 +320,41 @@ static void build(struct platform *p, const struct plat_task *t, const char *fil
     free(src);
 }
 
-static void verify_pass(struct platform *p, const struct plat_task *t, const char *file)
+/* Verify a built candidate on task t: it must pass, labelled emulated. */
+static void verify_built(struct platform *p, const struct plat_task *t, const struct plat_build *b)
 {
-    struct plat_build b;
-    build(p, t, file, &b);
-    if (!b.ok)
-        fprintf(stderr, "%s: %s\n%s\n", file, b.detail, b.diag);
-    assert_true(b.ok);
     struct plat_verify *v = calloc(1, sizeof *v);
-    assert_int_equal(platform_verify(p, t, &b, v), 0);
+    assert_int_equal(platform_verify(p, t, b, v), 0);
     if (!v->pass)
-        fprintf(stderr, "%s: %s %s\n", file, plat_fail_name(v->reason), v->detail);
+        fprintf(stderr, "%s: %s %s\n", t->name, plat_fail_name(v->reason), v->detail);
     assert_true(v->pass);
     assert_true(v->emulated);
     assert_true(v->n_cases >= 8); /* task, reseeded, >= 6 awkward shapes */
     assert_string_equal(v->cases[1].label, "task-reseeded");
     free(v);
-    platform_build_free(p, &b);
 }
 
-static void measure_ok(struct platform *p, const struct plat_task *t, const char *file,
-                       struct plat_measure *m)
+static void measure_built(struct platform *p, const struct plat_task *t, const struct plat_build *b,
+                          struct plat_measure *m)
 {
-    struct plat_build b;
-    build(p, t, file, &b);
-    assert_true(b.ok);
-    assert_int_equal(platform_measure(p, t, &b, m), 0);
+    assert_int_equal(platform_measure(p, t, b, m), 0);
     if (!m->ok)
-        fprintf(stderr, "%s: %s %s\n", file, plat_fail_name(m->reason), m->detail);
+        fprintf(stderr, "%s: %s %s\n", t->name, plat_fail_name(m->reason), m->detail);
     assert_true(m->ok);
     assert_true(m->emulated);
     assert_true(m->median_ns > 0);
     assert_true(m->repeats >= 3);
     assert_int_equal(m->n_baselines, 0); /* no ratio claimed without a baseline */
     assert_non_null(strstr(m->method, "FAKE TOOLKIT"));
-    platform_build_free(p, &b);
+}
+
+/* Build file once for t; it must build. */
+static void build_ok(struct platform *p, const struct plat_task *t, const char *file, struct plat_build *b)
+{
+    build(p, t, file, b);
+    if (!b->ok)
+        fprintf(stderr, "%s: %s\n%s\n", file, b->detail, b->diag);
+    assert_true(b->ok);
 }
 
 static void test_family_elementwise(void **state)
@@ -362,14 +362,26 @@ static void test_family_elementwise(void **state)
     (void)state;
     struct platform *p = open_fake();
     struct plat_task t;
+    struct plat_build b;
+    struct plat_measure m;
     task_init(&t, PLAT_OP_ADD);
     t.n = 4103; /* not a multiple of 8: the scalar tail runs */
-    verify_pass(p, &t, "add_ok.cpp");
-    struct plat_measure m;
-    measure_ok(p, &t, "add_ok.cpp", &m);
+    build_ok(p, &t, "add_ok.cpp", &b);
+    verify_built(p, &t, &b);
+    measure_built(p, &t, &b, &m);
     assert_non_null(strstr(m.method, "msprof op Task Duration"));
     assert_non_null(strstr(m.method, "device events"));
     assert_int_equal(m.repeats, 20);
+    /* msprof failing, or its CSV without the column: events timing stands */
+    setenv("FAKE_MSPROF", "fail", 1);
+    measure_built(p, &t, &b, &m);
+    assert_non_null(strstr(m.method, "msprof op failed"));
+    assert_null(strstr(m.method, "Task Duration,"));
+    setenv("FAKE_MSPROF", "nocolumn", 1);
+    measure_built(p, &t, &b, &m);
+    assert_non_null(strstr(m.method, "no OpBasicInfo.csv with a Task Duration column"));
+    unsetenv("FAKE_MSPROF");
+    platform_build_free(p, &b);
     platform_close(p);
 }
 
@@ -378,11 +390,14 @@ static void test_family_activation(void **state)
     (void)state;
     struct platform *p = open_fake();
     struct plat_task t;
+    struct plat_build b;
+    struct plat_measure m;
     task_init(&t, PLAT_OP_RELU);
     t.n = 3000;
-    verify_pass(p, &t, "relu_ok.cpp");
-    struct plat_measure m;
-    measure_ok(p, &t, "relu_ok.cpp", &m);
+    build_ok(p, &t, "relu_ok.cpp", &b);
+    verify_built(p, &t, &b);
+    measure_built(p, &t, &b, &m);
+    platform_build_free(p, &b);
     platform_close(p);
 }
 
@@ -391,12 +406,15 @@ static void test_family_reduction(void **state)
     (void)state;
     struct platform *p = open_fake();
     struct plat_task t;
+    struct plat_build b;
+    struct plat_measure m;
     task_init(&t, PLAT_OP_SUM);
     t.rows = 13;
     t.cols = 4099;
-    verify_pass(p, &t, "sum_ok.cpp");
-    struct plat_measure m;
-    measure_ok(p, &t, "sum_ok.cpp", &m);
+    build_ok(p, &t, "sum_ok.cpp", &b);
+    verify_built(p, &t, &b);
+    measure_built(p, &t, &b, &m);
+    platform_build_free(p, &b);
     platform_close(p);
 }
 
@@ -405,17 +423,20 @@ static void test_family_matmul(void **state)
     (void)state;
     struct platform *p = open_fake();
     struct plat_task t;
+    struct plat_build b;
+    struct plat_measure m;
     task_init(&t, PLAT_OP_GEMM);
     t.m = 33; t.n = 65; t.k = 47; t.batch = 2;
-    verify_pass(p, &t, "gemm_ok.cpp");
-    struct plat_measure m;
-    measure_ok(p, &t, "gemm_ok.cpp", &m);
+    build_ok(p, &t, "gemm_ok.cpp", &b); /* one build serves the family's ops */
+    verify_built(p, &t, &b);
+    measure_built(p, &t, &b, &m);
     task_init(&t, PLAT_OP_GEMM_NT);
     t.m = 9; t.n = 70; t.k = 31; t.batch = 1;
-    verify_pass(p, &t, "gemm_ok.cpp");
+    verify_built(p, &t, &b);
     task_init(&t, PLAT_OP_GEMV);
     t.m = 129; t.n = 1; t.k = 257; t.batch = 1;
-    verify_pass(p, &t, "gemm_ok.cpp");
+    verify_built(p, &t, &b);
+    platform_build_free(p, &b);
     platform_close(p);
 }
 
@@ -500,22 +521,52 @@ static void test_fail_runtime(void **state)
     platform_close(p);
 }
 
-static void test_msprof_fallbacks(void **state)
+/* The built-in starters: one build per family, every op of it verified
+ * (task shape + awkward shapes + reseeded) against the shared references. */
+static void test_starters(void **state)
 {
     (void)state;
     struct platform *p = open_fake();
-    struct plat_task t;
-    task_init(&t, PLAT_OP_ADD);
-    t.n = 512;
-    struct plat_measure m;
-    setenv("FAKE_MSPROF", "fail", 1);
-    measure_ok(p, &t, "add_ok.cpp", &m);
-    assert_non_null(strstr(m.method, "msprof op failed"));
-    assert_null(strstr(m.method, "Task Duration,"));
-    setenv("FAKE_MSPROF", "nocolumn", 1);
-    measure_ok(p, &t, "add_ok.cpp", &m);
-    assert_non_null(strstr(m.method, "no OpBasicInfo.csv with a Task Duration column"));
-    unsetenv("FAKE_MSPROF");
+    for (int f = 0; f < PLAT_FAM_COUNT; f++) {
+        struct plat_build b;
+        struct plat_task t;
+        int built = 0;
+        for (int op = 0; op < PLAT_OP_COUNT; op++) {
+            if ((int)plat_op_family((enum plat_op)op) != f)
+                continue;
+            task_init(&t, (enum plat_op)op);
+            switch (t.family) {
+            case PLAT_FAM_ELEMENTWISE: t.n = 1003; break;
+            case PLAT_FAM_ACTIVATION:
+                if (plat_op_is_rowwise(t.op)) { t.rows = 5; t.cols = 301; }
+                else t.n = 1003;
+                break;
+            case PLAT_FAM_REDUCTION: t.rows = 7; t.cols = 1001; break;
+            default:
+                t.m = 19; t.k = 17; t.n = t.op == PLAT_OP_GEMV ? 1 : 33; t.batch = 1;
+            }
+            if (!built) {
+                char *src = NULL, label[64];
+                size_t len = 0;
+                assert_int_equal(platform_starter(p, &t, &src, &len, label, sizeof label), 0);
+                assert_non_null(strstr(label, plat_family_name(t.family)));
+                assert_int_equal(platform_compile(p, &t, src, len, &b), 0);
+                if (!b.ok)
+                    fprintf(stderr, "starter %s: %s\n%s\n", label, b.detail, b.diag);
+                assert_true(b.ok);
+                free(src);
+                built = 1;
+            }
+            struct plat_verify *v = calloc(1, sizeof *v);
+            assert_int_equal(platform_verify(p, &t, &b, v), 0);
+            if (!v->pass)
+                fprintf(stderr, "starter for %s: %s: %s\n", plat_op_name(t.op), plat_fail_name(v->reason),
+                        v->detail);
+            assert_true(v->pass);
+            free(v);
+        }
+        platform_build_free(p, &b);
+    }
     platform_close(p);
 }
 
@@ -536,7 +587,7 @@ int main(void)
         cmocka_unit_test(test_fail_compile),
         cmocka_unit_test(test_fail_results),
         cmocka_unit_test(test_fail_runtime),
-        cmocka_unit_test(test_msprof_fallbacks),
+        cmocka_unit_test(test_starters),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -725,6 +725,27 @@ static int asc_probe(struct platform *p, struct plat_probe *out)
     return 0;
 }
 
+/* -------------------------------------------------------------- starter --- */
+
+/* embed/starters/<family>.cpp: every op of the family, correct, untuned. */
+static int asc_starter(struct platform *p, const struct plat_task *t, char **src, size_t *len,
+                       char *label, size_t label_len)
+{
+    char name[96];
+    const char *fam = plat_family_name(t->family);
+    snprintf(name, sizeof name, "platform/ascend/embed/starters/%s.cpp", fam);
+    const struct embed_file *e = embed_find(name);
+    if (!e || (unsigned)t->op >= PLAT_OP_COUNT)
+        return set_err(p, PLAT_ERR_UNSUPPORTED, "no Ascend starter for op %d", (int)t->op);
+    *src = malloc(e->len + 1);
+    if (!*src)
+        return set_err(p, PLAT_ERR_NOMEM, "out of memory");
+    memcpy(*src, e->data, e->len + 1);
+    *len = e->len;
+    snprintf(label, label_len, "ascend-starter-%s", fam);
+    return 0;
+}
+
 const struct platform_ops plat_ascend_ops = {
     .name = "ascend",
     .open = asc_open,
@@ -735,4 +756,5 @@ const struct platform_ops plat_ascend_ops = {
     .measure = asc_measure,
     .probe = asc_probe,
     .build_free = asc_build_free,
+    .starter = asc_starter,
 };

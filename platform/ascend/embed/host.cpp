@@ -224,6 +224,13 @@ static void dev_alloc(dbuf &b, size_t bytes, size_t extra)
     acl_setup(aclrtMalloc(&b.dev, bytes + extra, ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
 }
 
+/* Inputs are padded to whole 32-byte blocks plus one: DataCopy reads whole
+ * blocks, so a kernel may read (never use) up to 7 floats past an input. */
+static size_t in_pad(size_t bytes)
+{
+    return (32 - bytes % 32) % 32 + 32;
+}
+
 static void operands_free(operands &o)
 {
     for (auto &b : o.in)
@@ -263,10 +270,10 @@ static void operands_setup(operands &o, const hcase &c)
         n1 = c.batch * c.k * c.n;
         o.out_count = c.batch * c.m * c.n;
     }
-    dev_alloc(o.in[0], n0 * 4, 0);
-    if (n1) dev_alloc(o.in[1], n1 * 4, 0);
-    if (ng) dev_alloc(o.in[2], ng * 4, 0);
-    if (ng && g_op == H_OP_LAYERNORM) dev_alloc(o.in[3], ng * 4, 0);
+    dev_alloc(o.in[0], n0 * 4, in_pad(n0 * 4));
+    if (n1) dev_alloc(o.in[1], n1 * 4, in_pad(n1 * 4));
+    if (ng) dev_alloc(o.in[2], ng * 4, in_pad(ng * 4));
+    if (ng && g_op == H_OP_LAYERNORM) dev_alloc(o.in[3], ng * 4, in_pad(ng * 4));
     dev_alloc(o.out, o.out_count * 4, GUARD_BYTES);
     acl_setup(aclrtMalloc(&o.tiling_dev, sizeof(KopeTiling), ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
     o.ref.assign(o.out_count ? o.out_count : 1, 0.0);
