@@ -592,9 +592,11 @@ int retrieve_run(struct graph *g, const struct retr_query *q, struct retr_result
     }
     out->ridge = sc.ridge;
     out->bound = retrieve_bound(q->task, sc.ridge);
-    /* one more than kept: the query task itself may be among the best */
+    /* more candidates than kept: the query task itself may be among the
+     * best, and a task with no outcome yet (registered, not tried) gives no
+     * lesson and is skipped for the next one */
     size_t keep = (size_t)(q->max_tasks > 0 ? q->max_tasks : RETR_MAX_TASKS);
-    sc.cap = keep + 1;
+    sc.cap = 3 * keep + 1;
     sc.top = calloc(sc.cap + 1, sizeof *sc.top);
     if (!sc.top)
         return KOPE_ERR_NOMEM;
@@ -620,8 +622,7 @@ int retrieve_run(struct graph *g, const struct retr_query *q, struct retr_result
         }
         if (q->task_id && memcmp(sc.top[i].id, q->task_id, 32) == 0)
             continue;
-        if (w < keep)
-            sc.top[w++] = sc.top[i];
+        sc.top[w++] = sc.top[i];
     }
     sc.n = w;
 
@@ -629,12 +630,14 @@ int retrieve_run(struct graph *g, const struct retr_query *q, struct retr_result
      * best kernel source only from the two most similar same-target tasks
      * (sources are long) */
     int sources = 0;
-    for (size_t i = 0; i < sc.n; i++) {
+    size_t used = 0;
+    for (size_t i = 0; i < sc.n && used < keep; i++) {
         int want = sources < 2 && !sc.top[i].cross;
         size_t before = out->n;
         out->n_tasks_read++;
         if ((rc = task_items(g, q, sc.target, &sc.top[i], out, &cap, want, &out->n_records_read)))
             goto out;
+        used += out->n > before;
         for (size_t k = before; k < out->n; k++)
             sources += out->items[k].kind == RETR_BEST_SOURCE;
     }

@@ -54,6 +54,9 @@ static void build_graph(struct fx *f, const char *name)
     /* another family: never retrieved for silu */
     fx_task(f, "k3", "gemm-512", "gemm", "{\"m\":512,\"n\":512,\"k\":512}", T_GEMM_K3);
     fx_attempt(f, "k3", T_GEMM_K3, NULL, "mr4-lmul2", src2, "pass", 6.0, 0.7, NULL, NULL);
+    /* registered but never tried: the most similar of all, yet no lesson */
+    uint8_t untried[32];
+    fx_task(f, "k3", "silu-4864-untried", "silu", "{\"n\":4864}", untried);
     /* the task being optimized, with history of its own */
     fx_task(f, "k3", "silu-4864", "silu", "{\"n\":4864}", T_SILU_OWN);
     fx_attempt(f, "k3", T_SILU_OWN, NULL, "lmul1", src1, "pass", 1.1, -1, NULL, D_OWN_BEST);
@@ -343,6 +346,15 @@ static void test_retrieval_ranking(void **s)
     q.task = &t;
     q.task_id = T_SILU_OWN;
     struct retr_result res;
+    /* with room for one task only, the untried twin is skipped for one with lessons */
+    q.max_tasks = 1;
+    assert_int_equal(retrieve_run(&f.g, &q, &res), 0);
+    int from_other = 0;
+    for (size_t i = 0; i < res.n; i++)
+        from_other += res.items[i].kind != RETR_OWN_HISTORY;
+    assert_true(from_other > 0);
+    retr_result_free(&res);
+    q.max_tasks = 0;
     assert_int_equal(retrieve_run(&f.g, &q, &res), 0);
     assert_true(res.n > 0);
     /* sorted by value */
@@ -376,6 +388,7 @@ static void test_retrieval_ranking(void **s)
             assert_null(strstr(it->text, "ANOTHER TARGET"));
     }
     assert_null(gemm_item); /* another family is never retrieved */
+    assert_true(res.n_tasks_read >= 4);
     assert_non_null(own);
     assert_non_null(strstr(own->text, "compile_error"));
     assert_non_null(k3_path);
@@ -526,7 +539,7 @@ static void test_task_keys_index(void **s)
     build_graph(&f, "keys");
     int n[2] = {0, 0};
     assert_int_equal(store_task_keys(f.st, "silu", 100, key_cb, n), 0);
-    assert_int_equal(n[0], 4); /* three silu tasks on k3, one on ascend */
+    assert_int_equal(n[0], 5); /* four silu tasks on k3 (one untried), one on ascend */
     assert_int_equal(n[1], 1);
     uint8_t id[32];
     assert_int_equal(store_rec_id(f.st, big_rid, id), 0);
