@@ -606,6 +606,56 @@ static void test_probe_record_used(void **s)
     fx_close(&f);
 }
 
+/* Bodies written by other kope versions or peers may lack members or hold
+ * the wrong types: retrieval skips what it cannot use and the budget holds. */
+static void test_odd_bodies(void **s)
+{
+    (void)s;
+    struct fx f;
+    build_graph(&f, "odd");
+    uint8_t task[32], dec[32];
+    assert_int_equal(graph_begin(&f.g), 0);
+    fx_task(&f, "k3", "silu-odd", "silu", "{\"n\":4800}", task);
+    static const char *const decs[] = {
+        "{\"tags\":[1,2,null]}", "{\"tags\":\"lmul4\"}", "{}", "{\"rationale\":\"only words\"}",
+    };
+    static char huge[70000];
+    memset(huge, 'r', sizeof huge - 1);
+    for (size_t i = 0; i < sizeof decs / sizeof decs[0]; i++) {
+        cJSON *d = cJSON_Parse(decs[i]);
+        assert_int_equal(graph_decision_add(&f.g, task, NULL, "k3", d, dec), 0);
+        cJSON_Delete(d);
+        cJSON *o = cJSON_CreateObject();
+        if (i == 0)
+            cJSON_AddNumberToObject(o, "status", 7);
+        else
+            cJSON_AddStringToObject(o, "status", i == 1 ? "pass" : "wrong_result");
+        if (i == 1)
+            cJSON_AddStringToObject(o, "speedup", "fast");
+        if (i == 2)
+            cJSON_AddStringToObject(o, "reason", huge);
+        assert_int_equal(graph_outcome_add(&f.g, task, dec, "k3", o, NULL), 0);
+        cJSON_Delete(o);
+    }
+    cJSON *ins = cJSON_Parse("{\"note\":\"no text member\"}");
+    assert_int_equal(graph_insight_add(&f.g, task, NULL, 0, "k3", ins, NULL), 0);
+    cJSON_Delete(ins);
+    assert_int_equal(graph_commit(&f.g), 0);
+    struct plat_task t = silu_task(4864);
+    for (size_t budget = CTX_BUDGET_MIN; budget <= 24000; budget *= 2) {
+        struct ctx_request rq;
+        request(&rq, &t);
+        rq.budget_tokens = budget;
+        struct ctx_prompt p;
+        ctx_prompt_init(&p);
+        assert_int_equal(context_build(&f.g, &rq, &p), 0);
+        assert_true(p.n_tokens_raw <= budget);
+        assert_null(strstr(p.user, "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr"));
+        ctx_prompt_free(&p);
+    }
+    fx_close(&f);
+}
+
 static int exp_cb(void *ctx, const struct store_exp_key *k)
 {
     int *n = ctx;
@@ -688,6 +738,7 @@ int main(void)
         cmocka_unit_test(test_task_keys_index),
         cmocka_unit_test(test_migration_backfills_keys),
         cmocka_unit_test(test_probe_record_used),
+        cmocka_unit_test(test_odd_bodies),
         cmocka_unit_test(test_cli_context),
     };
     return cmocka_run_group_tests_name("context", tests, NULL, NULL);
