@@ -52,6 +52,8 @@ struct run {
     const struct agent_opts *o;
     const char *target;
     struct platform *p;
+    struct platform *p_fast;    /* emulated only: same target without baselines */
+    int emulated;
     int64_t id;                 /* run_state row, 0 = none (queue flush outside a run) */
     cJSON *cursor;              /* {"tokens":N,"done":[names]} */
     struct llm_client *llm;     /* NULL = no LLM (offline, not configured, or disabled) */
@@ -260,6 +262,7 @@ struct verdict {
     const char *stage;          /* "reply" | "compile" | "verify" | "measure" */
     char reason[REASON_MAX];
     const char *diag;           /* compiler output (borrowed from build) */
+    struct platform *plat;      /* which handle built b */
     struct plat_build b;
     struct plat_verify v;
     struct plat_measure m;
@@ -277,12 +280,41 @@ static void first_line(char *out, size_t cap, const char *text)
     out[n] = '\0';
 }
 
+/* Baselines measured once per task under emulation. Instruction counts are
+ * exactly repeatable there (docs/K3-KERNELS.md), so later trials measure the
+ * candidate alone and take the ratio against these counts: same claim, half
+ * the emulator time. Natively every trial measures its baselines. */
+struct base_cache {
+    int have;
+    int n;
+    struct plat_baseline base[PLAT_MAX_BASELINES];
+};
+
+static int open_fast(struct run *r)
+{
+    if (r->p_fast)
+        return 0;
+    struct plat_settings s;
+    char err[512];
+    if (r->o->plat)
+        s = *r->o->plat;
+    else
+        plat_settings_init(&s);
+    s.flags |= PLAT_SET_NO_BASELINES;
+    return platform_open(r->target, &s, &r->p_fast, err, sizeof err);
+}
+
 /* Screen, compile, verify, measure. 0 = answered (vd->pass says how), or a
- * PLAT_ERR_* when the platform itself failed. */
-static int evaluate(struct run *r, const struct plat_task *t, const struct proposal *pr, struct verdict *vd)
+ * PLAT_ERR_* when the platform itself failed. bc may be NULL. */
+static int evaluate(struct run *r, const struct plat_task *t, const struct proposal *pr, struct verdict *vd,
+                    struct base_cache *bc)
 {
     int rc;
     memset(vd, 0, sizeof *vd);
+    vd->plat = r->p;
+    if (bc && bc->have && r->emulated && open_fast(r) == 0)
+        vd->plat = r->p_fast;
+    struct platform *p = vd->plat;
     if (!pr->src) {
         vd->status = "no_code";
         vd->stage = "reply";
@@ -290,7 +322,7 @@ static int evaluate(struct run *r, const struct plat_task *t, const struct propo
         return 0;
     }
     vd->stage = "compile";
-    if ((rc = platform_compile(r->p, t, pr->src, pr->len, &vd->b)))
+    if ((rc = platform_compile(p, t, pr->src, pr->len, &vd->b)))
         return rc;
     if (!vd->b.ok) {
         vd->status = plat_fail_name(vd->b.reason);
@@ -303,7 +335,7 @@ static int evaluate(struct run *r, const struct plat_task *t, const struct propo
         return 0;
     }
     vd->stage = "verify";
-    if ((rc = platform_verify(r->p, t, &vd->b, &vd->v)))
+    if ((rc = platform_verify(p, t, &vd->b, &vd->v)))
         return rc;
     if (!vd->v.pass) {
         vd->status = plat_fail_name(vd->v.reason);
@@ -318,8 +350,20 @@ static int evaluate(struct run *r, const struct plat_task *t, const struct propo
         return 0;
     }
     vd->stage = "measure";
-    if ((rc = platform_measure(r->p, t, &vd->b, &vd->m)))
+    if ((rc = platform_measure(p, t, &vd->b, &vd->m)))
         return rc;
+    if (p == r->p_fast && vd->m.ok) {
+        vd->m.n_baselines = bc->n;
+        for (int i = 0; i < bc->n; i++) {
+            vd->m.base[i] = bc->base[i];
+            vd->m.base[i].ratio = vd->m.has_icount && vd->m.icount && bc->base[i].icount
+                                      ? (double)bc->base[i].icount / (double)vd->m.icount : 0;
+        }
+    } else if (bc && vd->m.ok && vd->m.has_icount && vd->m.n_baselines) {
+        bc->have = 1;
+        bc->n = vd->m.n_baselines;
+        memcpy(bc->base, vd->m.base, sizeof bc->base);
+    }
     if (!vd->m.ok) {
         vd->status = plat_fail_name(vd->m.reason);
         snprintf(vd->reason, sizeof vd->reason, "%s", vd->m.detail);
@@ -826,7 +870,7 @@ static int queue_apply(struct run *r, const struct store_queue_row *row, const s
     int n = 0;
     if ((rc = trial_count(r, row->task, &n)))
         goto out;
-    if ((rc = evaluate(r, tk, &pr, vd)))
+    if ((rc = evaluate(r, tk, &pr, vd, NULL)))
         goto out;
     uint8_t d[32], o[32];
     rc = record_trial(r, row->task, n + 1, &pr, vd, d, o);
@@ -834,8 +878,8 @@ static int queue_apply(struct run *r, const struct store_queue_row *row, const s
         say(r, "  llm call %lld applied to %s: %s%s%s\n", (long long)row->qid, tk->name, vd->status,
             vd->pass ? "" : ": ", vd->pass ? "" : vd->reason);
 out:
-    if (r->p)
-        platform_build_free(r->p, &vd->b);
+    if (vd->plat)
+        platform_build_free(vd->plat, &vd->b);
     free(vd);
     free(body);
     llm_reply_free(&rep);
@@ -851,6 +895,9 @@ static int open_platform(struct run *r)
     int rc = platform_open(r->target, r->o->plat, &r->p, err, sizeof err);
     if (rc)
         return fail(r, rc, "platform %s: %s", r->target, err);
+    struct plat_desc d;
+    platform_describe(r->p, &d);
+    r->emulated = d.emulated;
     return 0;
 }
 
@@ -1059,8 +1106,10 @@ static int run_task(struct run *r, const struct task_entry *te, size_t ti, size_
     struct tuner_prior prior;
     struct history h = {0};
     struct verdict *vd = calloc(1, sizeof *vd);
+    struct base_cache bc;
     char *src = NULL;
     int rc = KOPE_ERR_NOMEM;
+    memset(&bc, 0, sizeof bc);
     tuner_prior_init(&prior);
     h.best = -1;
     if (!vd)
@@ -1124,13 +1173,13 @@ static int run_task(struct run *r, const struct task_entry *te, size_t ti, size_
             goto out;
         }
         pr.src = src;
-        if ((rc = evaluate(r, t, &pr, vd))) {
-            rc = fail(r, rc, "task %s: %s", t->name, r->p->err);
+        if ((rc = evaluate(r, t, &pr, vd, &bc))) {
+            rc = fail(r, rc, "task %s: %s", t->name, vd->plat->err);
             goto out;
         }
         uint8_t d[32], o[32];
         rc = record_trial(r, res->task_id, trial, &pr, vd, d, o);
-        platform_build_free(r->p, &vd->b);
+        platform_build_free(vd->plat, &vd->b);
         if (rc) {
             rc = fail(r, rc, "task %s: recording trial %d: %s", t->name, trial,
                       r->g->err[0] ? r->g->err : kope_strerror(rc));
@@ -1274,6 +1323,7 @@ int agent_run(struct graph *g, const struct agent_opts *o, struct agent_summary 
 out:
     out->wall_s = (double)(util_now_ns() - r.t0_ns) / 1e9;
     llm_client_free(r.llm);
+    platform_close(r.p_fast);
     platform_close(r.p);
     cJSON_Delete(r.cursor);
     task_suite_free(&s);
@@ -1299,6 +1349,7 @@ int agent_queue_flush(struct graph *g, const struct agent_opts *o, struct platfo
     if (rc && !err[0])
         snprintf(err, err_len, "%s", g->err[0] ? g->err : kope_strerror(rc));
     llm_client_free(r.llm);
+    platform_close(r.p_fast);
     if (!p)
         platform_close(r.p);
     return rc;
