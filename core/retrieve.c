@@ -31,7 +31,8 @@
 
 #define TEXT_MAX (64 * 1024)   /* one item's text (sources are capped before) */
 #define SOURCE_MAX_BYTES 12000 /* a similar task's best kernel shown at most */
-#define REASON_MAX 200
+#define REASON_MAX 600     /* an insight's text kept (exp_keys holds 600 bytes) */
+#define FAIL_REASON_MAX 240 /* a failure's reason shown */
 #define TAGS_MAX 160
 #define PATH_MAX_STEPS 10
 #define OWN_MAX_ATTEMPTS 24
@@ -373,7 +374,7 @@ static void outcome_phrase(const struct out_row *o, char *dst, size_t cap)
         if (o->share > 0 && w > 0 && (size_t)w < cap)
             snprintf(dst + w, cap - (size_t)w, ", %.0f%% of roofline", 100 * o->share);
     } else if (o->reason[0]) {
-        snprintf(dst, cap, "%s: %s", o->status, o->reason);
+        snprintf(dst, cap, "%s: %.*s", o->status, FAIL_REASON_MAX, o->reason);
     } else {
         snprintf(dst, cap, "%s", o->status);
     }
