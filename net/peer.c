@@ -51,6 +51,7 @@ struct net_peer {
     uint8_t wbuf[NET_PEER_WBUF];
     size_t wlen;
     uint64_t sent, received;
+    uint64_t cut_after;       /* fault injection: 0 = off */
 };
 
 struct net_peer_listener {
@@ -436,9 +437,18 @@ int net_peer_frame_write(struct net_peer *p, int type, const void *payload, size
     return net_peer_write_raw(p, payload, len);
 }
 
+void net_peer_fault_cut(struct net_peer *p, uint64_t after_bytes)
+{
+    p->cut_after = after_bytes;
+}
+
 static int read_exact(struct net_peer *p, uint8_t *b, size_t n)
 {
     while (n) {
+        if (p->cut_after && p->received > p->cut_after) {
+            p->broken = 1;
+            return NET_ERR_RESET;
+        }
         int r = mbedtls_ssl_read(&p->ssl, b, n);
         if (r == MBEDTLS_ERR_SSL_WANT_READ || r == MBEDTLS_ERR_SSL_WANT_WRITE ||
             r == MBEDTLS_ERR_SSL_RECEIVED_NEW_SESSION_TICKET)

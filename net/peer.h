@@ -78,6 +78,11 @@ int net_peer_write_raw(struct net_peer *p, const void *buf, size_t len);
  * NET_ERR_CLOSED when the peer closed, NET_ERR_RESET on a cut. */
 int net_peer_frame_read(struct net_peer *p, int *type, uint8_t **buf, size_t *cap, size_t *len);
 
+/* Fault injection (tests, benchmarks): once more than after_bytes have been
+ * received, the connection behaves as cut (NET_ERR_RESET, no close_notify).
+ * 0 = never. */
+void net_peer_fault_cut(struct net_peer *p, uint64_t after_bytes);
+
 /* Bytes moved through TLS (payload and headers), for the benchmarks. */
 void net_peer_bytes(const struct net_peer *p, uint64_t *sent, uint64_t *received);
 
