@@ -329,8 +329,8 @@ int main(int argc, char **argv)
                 (rc = net_peer_connect(c, "127.0.0.1", s.port, &p, err, sizeof err)))
                 die(err, rc);
             sessions++;
-            if (cuts < 5) /* somewhere in the ~53 MB the server sends */
-                net_peer_fault_cut(p, (uint64_t)(rand() % 50000000));
+            if (cuts < 5) /* within the first 8 MB of what is left of the ~53 MB */
+                net_peer_fault_cut(p, 100000 + (uint64_t)(rand() % 8000000));
             struct sync_opts o = {t, 0, NULL};
             rc = sync_session(&res.g, p, 1, &o, &st);
             if (rc)
