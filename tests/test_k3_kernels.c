@@ -187,7 +187,8 @@ static void test_every_instance_verifies_under_qemu(void **state)
     FILE *mk = fopen(path, "w");
     assert_non_null(tab);
     assert_non_null(mk);
-    fprintf(mk, "CC = " RV_CC "\nKFLAGS = -O2 -I%s/platform\nOBJCOPY = %s\n", root, objcopy);
+    /* -O3: the flags the harness builds candidates with */
+    fprintf(mk, "CC = " RV_CC "\nKFLAGS = -O3 -I%s/platform\nOBJCOPY = %s\n", root, objcopy);
     fprintf(mk, "all: checker\n");
     size_t n = 0;
     char objs[64 * 1024];
