@@ -272,6 +272,7 @@ static void test_probe_fake(void **state)
     assert_non_null(strstr(pr.note, "never on real Ascend hardware"));
     assert_non_null(strstr(pr.toolkit, "8.0.RC2.fake"));
     assert_non_null(strstr(pr.toolkit, "msprof op yes"));
+    assert_non_null(strstr(pr.toolkit, "aclnn vendor ops yes"));
     struct plat_desc d;
     platform_describe(p, &d);
     assert_string_equal(d.name, "ascend");
@@ -344,7 +345,8 @@ static void measure_built(struct platform *p, const struct plat_task *t, const s
     assert_true(m->emulated);
     assert_true(m->median_ns > 0);
     assert_true(m->repeats >= 3);
-    assert_int_equal(m->n_baselines, 0); /* no ratio claimed without a baseline */
+    for (int i = 0; i < m->n_baselines; i++)
+        assert_true(m->base[i].ratio == 0); /* fake toolkit: no speed ratio claimed */
     assert_non_null(strstr(m->method, "FAKE TOOLKIT"));
 }
 
@@ -371,7 +373,13 @@ static void test_family_elementwise(void **state)
     measure_built(p, &t, &b, &m);
     assert_non_null(strstr(m.method, "msprof op Task Duration"));
     assert_non_null(strstr(m.method, "device events"));
+    assert_non_null(strstr(m.method, "baseline=aclnnAdd"));
     assert_int_equal(m.repeats, 20);
+    /* the vendor operator as the named same-run baseline; no ratio on the fake */
+    assert_int_equal(m.n_baselines, 1);
+    assert_string_equal(m.base[0].name, "aclnnAdd");
+    assert_true(m.base[0].median_ns > 0);
+    assert_true(m.base[0].ratio == 0);
     /* msprof failing, or its CSV without the column: events timing stands */
     setenv("FAKE_MSPROF", "fail", 1);
     measure_built(p, &t, &b, &m);
@@ -381,6 +389,17 @@ static void test_family_elementwise(void **state)
     measure_built(p, &t, &b, &m);
     assert_non_null(strstr(m.method, "no OpBasicInfo.csv with a Task Duration column"));
     unsetenv("FAKE_MSPROF");
+    /* --no-baselines: the candidate alone */
+    platform_build_free(p, &b);
+    platform_close(p);
+    struct plat_settings s;
+    settings_fake(&s);
+    s.flags |= PLAT_SET_NO_BASELINES;
+    char err[600];
+    assert_int_equal(platform_open("ascend", &s, &p, err, sizeof err), 0);
+    build_ok(p, &t, "add_ok.cpp", &b);
+    measure_built(p, &t, &b, &m);
+    assert_int_equal(m.n_baselines, 0);
     platform_build_free(p, &b);
     platform_close(p);
 }

@@ -319,7 +319,7 @@ static int asc_compile(struct platform *p, const struct plat_task *t, const char
     cmd_arg(&c, "-DASCEND_CANN_PACKAGE_PATH=%s", tk->home);
     cmd_arg(&c, "-DKOPE_RT=%.190s/rt", a->work);
     cmd_arg(&c, "-DKOPE_FAMILY=%d", (int)t->family);
-    cmd_arg(&c, "-DKOPE_HAVE_ACLNN=0");
+    cmd_arg(&c, "-DKOPE_HAVE_ACLNN=%d", tk->has_aclnn ? 1 : 0);
     rc = build_step(p, &c, out, "cmake configure", &failed);
     if (rc || failed)
         goto out;
@@ -459,6 +459,7 @@ static void host_args(struct platform *p, struct cmd *c, const struct plat_task 
     cmd_arg(c, "max_rep=%d", s->max_repeats > 0 ? s->max_repeats : 1000);
     cmd_arg(c, "warmup=%d", ASC_WARMUP);
     cmd_arg(c, "launches=%d", ASC_LAUNCHES);
+    cmd_arg(c, "no_baselines=%d", (s->flags & PLAT_SET_NO_BASELINES) ? 1 : 0);
 }
 
 /* Run the host program (optionally under `msprof op`); parse its report. */
@@ -659,6 +660,17 @@ static int asc_measure(struct platform *p, const struct plat_task *t, const stru
         out->repeats = h->times[0].reps;
         out->warmup = h->times[0].warm;
     }
+    /* same-run baselines (the vendor aclnn operator), by device events like
+     * the candidate's event timing: the ratio compares like with like even
+     * when the candidate's own time below comes from msprof */
+    double cand_events_ns = out->median_ns;
+    for (int i = 1; i < h->n_times && out->n_baselines < PLAT_MAX_BASELINES; i++) {
+        struct plat_baseline *bl = &out->base[out->n_baselines++];
+        snprintf(bl->name, sizeof bl->name, "%s", h->times[i].name);
+        bl->median_ns = h->times[i].med;
+        bl->min_ns = h->times[i].min;
+        bl->ratio = !a->tk.fake && cand_events_ns > 0 ? bl->median_ns / cand_events_ns : 0;
+    }
     char prof_note[200] = "";
     if (out->ok) {
         ns = malloc(ASC_MSPROF_MAX_SAMPLES * sizeof *ns);
@@ -668,8 +680,8 @@ static int asc_measure(struct platform *p, const struct plat_task *t, const stru
             double med = n % 2 ? ns[n / 2] : 0.5 * (ns[n / 2 - 1] + ns[n / 2]);
             double p10 = ns[n / 10], p90 = ns[(n * 9) / 10 < n ? (n * 9) / 10 : n - 1];
             snprintf(prof_note, sizeof prof_note,
-                     "candidate time = msprof op Task Duration, %d launches after %d warm-up "
-                     "(device events median %.0f ns kept in method)", n, ASC_WARMUP, out->median_ns);
+                     "time=msprof op Task Duration median of %d launches (device events median %.0f ns)",
+                     n, out->median_ns);
             out->median_ns = med;
             out->min_ns = ns[0];
             out->spread = med > 0 ? (p90 - p10) / med : 0;
@@ -679,10 +691,8 @@ static int asc_measure(struct platform *p, const struct plat_task *t, const stru
             snprintf(prof_note, sizeof prof_note, "msprof op unavailable");
         }
     }
-    snprintf(out->method, sizeof out->method, "%.120s; %.120s; baseline: none (vendor aclnn operator "
-             "not wired yet)%.60s", h->method, prof_note,
-             a->tk.fake ? "; FAKE TOOLKIT: host-CPU emulation, times are not NPU speed" : "");
-    out->n_baselines = 0; /* no ratio is claimed without a same-run baseline */
+    snprintf(out->method, sizeof out->method, "%.240s; %.90s%.45s", h->method, prof_note,
+             a->tk.fake ? "; FAKE TOOLKIT: CPU emulation, not NPU speed" : "");
 out:
     free(ns);
     free(h);
@@ -707,10 +717,10 @@ static int asc_probe(struct platform *p, struct plat_probe *out)
     out->hbm_bytes = tk->hbm_bytes;
     snprintf(out->toolkit, sizeof out->toolkit,
              "CANN %.20s at %.60s (from %.30s); bisheng %.7s; ascendc_kernel_cmake %.7s; msprof op %.3s; "
-             "aclnn vendor ops %.22s; cmake %.7s",
+             "aclnn vendor ops %.3s; cmake %.7s",
              tk->version, tk->home, tk->home_from, tk->compiler[0] ? "yes" : "MISSING",
              tk->cmake_dir[0] ? "yes" : "MISSING", tk->msprof[0] ? "yes" : "no",
-             tk->has_aclnn ? "present (not used yet)" : "no", tk->cmake[0] ? "yes" : "MISSING");
+             tk->has_aclnn ? "yes" : "no", tk->cmake[0] ? "yes" : "MISSING");
     snprintf(out->method, sizeof out->method, "npu-smi info (%.90s); %s/<SoC>.ini",
              tk->npu_smi[0] ? tk->npu_smi : "absent", tk->platform_config[0] ? "platform_config" : "no platform_config");
     snprintf(out->note, sizeof out->note, "%s%s",

@@ -41,6 +41,7 @@
  */
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
@@ -52,6 +53,19 @@
 
 #include "acl/acl.h"
 #include "aclrtlaunch_kope_kernel.h"
+
+#if KOPE_HAVE_ACLNN
+#include "aclnnop/aclnn_add.h"
+#include "aclnnop/aclnn_clamp.h"
+#include "aclnnop/aclnn_exp.h"
+#include "aclnnop/aclnn_matmul.h"
+#include "aclnnop/aclnn_mul.h"
+#include "aclnnop/aclnn_relu.h"
+#include "aclnnop/aclnn_sigmoid.h"
+#include "aclnnop/aclnn_silu.h"
+#include "aclnnop/aclnn_softmax.h"
+#include "aclnnop/aclnn_tanh.h"
+#endif
 
 #define KOPE_ASCEND_HOST 1
 #include "kope_ascend.h"
@@ -466,20 +480,26 @@ static int run_case(operands &o, const char *label, const hcase &c, uint64_t see
 
 /* -------------------------------------------------------------- timing --- */
 
-static void time_events(const char *name, operands &o, int warm, int min_ms, int max_rep)
+/* Time run() between two device events per sample; prep() (host-side
+ * set-up such as an aclnn executor) runs before the first event. */
+static void time_events(const char *name, const std::function<void()> &prep,
+                        const std::function<void()> &run, int warm, int min_ms, int max_rep)
 {
     aclrtEvent start, end;
     acl_setup(aclrtCreateEvent(&start), "aclrtCreateEvent");
     acl_setup(aclrtCreateEvent(&end), "aclrtCreateEvent");
-    for (int i = 0; i < warm; i++)
-        launch(o);
+    for (int i = 0; i < warm; i++) {
+        prep();
+        run();
+    }
     acl_check(aclrtSynchronizeStream(g_stream), "aclrtSynchronizeStream(warm-up)");
     std::vector<double> s;
     double total = 0;
     if (max_rep < 7) max_rep = 7;
     while ((int)s.size() < max_rep && ((int)s.size() < 7 || total < min_ms * 1e6)) {
+        prep();
         acl_setup(aclrtRecordEvent(start, g_stream), "aclrtRecordEvent");
-        launch(o);
+        run();
         acl_setup(aclrtRecordEvent(end, g_stream), "aclrtRecordEvent");
         acl_check(aclrtSynchronizeEvent(end), "aclrtSynchronizeEvent");
         float ms = 0;
@@ -496,6 +516,155 @@ static void time_events(const char *name, operands &o, int warm, int min_ms, int
     double p10 = s[k / 10], p90 = s[std::min(k - 1, (k * 9) / 10)];
     report("time %s %.1f %.1f %.4f %zu %d\n", name, med, s[0], med > 0 ? (p90 - p10) / med : 0, k, warm);
 }
+
+/* ------------------------------------------------------ vendor baseline --- */
+
+#if KOPE_HAVE_ACLNN
+/* The aclnn operator computing the same op, or nullptr. */
+static const char *vendor_name(int op)
+{
+    switch (op) {
+    case H_OP_ADD: case H_OP_AXPY: return "aclnnAdd";
+    case H_OP_MUL: return "aclnnMul";
+    case H_OP_SCALE: return "aclnnMuls";
+    case H_OP_CLAMP: return "aclnnClamp";
+    case H_OP_RELU: return "aclnnRelu";
+    case H_OP_EXP: return "aclnnExp";
+    case H_OP_SIGMOID: return "aclnnSigmoid";
+    case H_OP_TANH: return "aclnnTanh";
+    case H_OP_SILU: return "aclnnSilu";
+    case H_OP_SOFTMAX: return "aclnnSoftmax";
+    case H_OP_GEMM: case H_OP_GEMM_NT: case H_OP_GEMV: return "aclnnMatmul";
+    default: return nullptr;
+    }
+}
+
+struct vendor_call {
+    aclTensor *a = nullptr, *b = nullptr, *out = nullptr;
+    aclScalar *s0 = nullptr, *s1 = nullptr;
+    aclOpExecutor *ex = nullptr;
+    uint64_t ws_size = 0;
+    void *ws = nullptr;
+    size_t ws_cap = 0;
+    aclnnStatus (*run)(void *, uint64_t, aclOpExecutor *, aclrtStream) = nullptr;
+};
+
+static aclTensor *nd(void *data, std::vector<int64_t> dims, std::vector<int64_t> strides, int64_t storage)
+{
+    if (strides.empty()) {
+        strides.assign(dims.size(), 1);
+        for (int i = (int)dims.size() - 2; i >= 0; i--)
+            strides[i] = strides[i + 1] * dims[i + 1];
+    }
+    return aclCreateTensor(dims.data(), dims.size(), ACL_FLOAT, strides.data(), 0, ACL_FORMAT_ND, &storage, 1, data);
+}
+
+static void vendor_free(vendor_call &v)
+{
+    if (v.a) aclDestroyTensor(v.a);
+    if (v.b) aclDestroyTensor(v.b);
+    if (v.out) aclDestroyTensor(v.out);
+    if (v.s0) aclDestroyScalar(v.s0);
+    if (v.s1) aclDestroyScalar(v.s1);
+    if (v.ws) aclrtFree(v.ws);
+    v = vendor_call();
+}
+
+/* Tensors for the task's operands (once). */
+static void vendor_tensors(vendor_call &v, operands &o)
+{
+    const h_args &a = o.args;
+    int64_t n = (int64_t)o.out_count;
+    float one = 1.0f, alpha = a.alpha, lo = a.lo, hi = a.hi;
+    if (KOPE_FAMILY == 3) {
+        int64_t B = (int64_t)a.batch, M = (int64_t)a.m, N = (int64_t)a.n, K = (int64_t)a.k;
+        v.a = nd(o.in[0].dev, {B, M, K}, {}, B * M * K);
+        if (g_op == H_OP_GEMM_NT) /* B is stored N x K: a transposed view */
+            v.b = nd(o.in[1].dev, {B, K, N}, {N * K, 1, K}, B * N * K);
+        else
+            v.b = nd(o.in[1].dev, {B, K, N}, {}, B * K * N);
+        v.out = nd(o.out.dev, {B, M, N}, {}, B * M * N);
+    } else if (g_op == H_OP_SOFTMAX) {
+        int64_t R = (int64_t)a.rows, C = (int64_t)a.cols;
+        v.a = nd(o.in[0].dev, {R, C}, {}, R * C);
+        v.out = nd(o.out.dev, {R, C}, {}, R * C);
+    } else {
+        /* axpy: y + alpha*x, so self = y, other = x */
+        int axpy = g_op == H_OP_AXPY;
+        v.a = nd(o.in[axpy ? 1 : 0].dev, {n}, {}, n);
+        if (o.in[1].dev)
+            v.b = nd(o.in[axpy ? 0 : 1].dev, {n}, {}, n);
+        v.out = nd(o.out.dev, {n}, {}, n);
+    }
+    if (g_op == H_OP_ADD) v.s0 = aclCreateScalar(&one, ACL_FLOAT);
+    if (g_op == H_OP_AXPY || g_op == H_OP_SCALE) v.s0 = aclCreateScalar(&alpha, ACL_FLOAT);
+    if (g_op == H_OP_CLAMP) {
+        v.s0 = aclCreateScalar(&lo, ACL_FLOAT);
+        v.s1 = aclCreateScalar(&hi, ACL_FLOAT);
+    }
+}
+
+/* Phase one of the two-phase call: an executor for one launch. */
+static aclnnStatus vendor_prepare(vendor_call &v)
+{
+    aclnnStatus st;
+    switch (g_op) {
+    case H_OP_ADD: case H_OP_AXPY:
+        st = aclnnAddGetWorkspaceSize(v.a, v.b, v.s0, v.out, &v.ws_size, &v.ex); v.run = aclnnAdd; break;
+    case H_OP_MUL: st = aclnnMulGetWorkspaceSize(v.a, v.b, v.out, &v.ws_size, &v.ex); v.run = aclnnMul; break;
+    case H_OP_SCALE: st = aclnnMulsGetWorkspaceSize(v.a, v.s0, v.out, &v.ws_size, &v.ex); v.run = aclnnMuls; break;
+    case H_OP_CLAMP:
+        st = aclnnClampGetWorkspaceSize(v.a, v.s0, v.s1, v.out, &v.ws_size, &v.ex); v.run = aclnnClamp; break;
+    case H_OP_RELU: st = aclnnReluGetWorkspaceSize(v.a, v.out, &v.ws_size, &v.ex); v.run = aclnnRelu; break;
+    case H_OP_EXP: st = aclnnExpGetWorkspaceSize(v.a, v.out, &v.ws_size, &v.ex); v.run = aclnnExp; break;
+    case H_OP_SIGMOID: st = aclnnSigmoidGetWorkspaceSize(v.a, v.out, &v.ws_size, &v.ex); v.run = aclnnSigmoid; break;
+    case H_OP_TANH: st = aclnnTanhGetWorkspaceSize(v.a, v.out, &v.ws_size, &v.ex); v.run = aclnnTanh; break;
+    case H_OP_SILU: st = aclnnSiluGetWorkspaceSize(v.a, v.out, &v.ws_size, &v.ex); v.run = aclnnSilu; break;
+    case H_OP_SOFTMAX:
+        st = aclnnSoftmaxGetWorkspaceSize(v.a, 1, v.out, &v.ws_size, &v.ex); v.run = aclnnSoftmax; break;
+    default: /* matmul family; cubeMathType 0 = KEEP_DTYPE: f32 stays f32 */
+        st = aclnnMatmulGetWorkspaceSize(v.a, v.b, v.out, 0, &v.ws_size, &v.ex); v.run = aclnnMatmul; break;
+    }
+    if (st == 0 && v.ws_size > v.ws_cap) {
+        if (v.ws) aclrtFree(v.ws);
+        v.ws = nullptr;
+        acl_setup(aclrtMalloc(&v.ws, v.ws_size, ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc(workspace)");
+        v.ws_cap = v.ws_size;
+    }
+    return st;
+}
+
+static void vendor_time(operands &o, int warm, int min_ms, int max_rep)
+{
+    const char *name = vendor_name(g_op);
+    if (!name) {
+        report("method vendor baseline: no aclnn operator mapped for %s\n", op_names[g_op]);
+        return;
+    }
+    vendor_call v;
+    vendor_tensors(v, o);
+    aclnnStatus st = vendor_prepare(v);
+    if (st == 0) {
+        st = v.run(v.ws, v.ws_size, v.ex, g_stream);
+        acl_check(aclrtSynchronizeStream(g_stream), "aclrtSynchronizeStream(vendor)");
+    }
+    if (st != 0) {
+        report("method vendor baseline: %s failed with status %d (%s)\n", name, (int)st,
+               aclGetRecentErrMsg() ? aclGetRecentErrMsg() : "");
+        vendor_free(v);
+        return;
+    }
+    report("method baseline=%s (f32 ND%s)\n", name, KOPE_FAMILY == 3 ? ", KEEP_DTYPE" : "");
+    time_events(name, [&]() {
+        if (vendor_prepare(v) != 0)
+            fail_exit("harness", "%s: GetWorkspaceSize failed during timing", name);
+    }, [&]() {
+        if (v.run(v.ws, v.ws_size, v.ex, g_stream) != 0)
+            fail_exit("harness", "%s failed during timing", name);
+    }, warm, min_ms, max_rep);
+    vendor_free(v);
+}
+#endif
 
 /* ---------------------------------------------------------------- main --- */
 
@@ -541,6 +710,7 @@ int main(int argc, char **argv)
     int warm = atoi(arg(argc, argv, "warmup", "5"));
     int launches = atoi(arg(argc, argv, "launches", "20"));
     double max_work = strtod(arg(argc, argv, "max_work", "0"), nullptr);
+    int no_baselines = atoi(arg(argc, argv, "no_baselines", "0"));
 
     hcase task;
     memset(&task, 0, sizeof task);
@@ -600,13 +770,17 @@ int main(int argc, char **argv)
         report("method profile: %d launches of the task shape (%d warm-up) for msprof op\n",
                warm + launches, warm);
     } else {
-        report("method timer=device events (aclrtRecordEvent/aclrtEventElapsedTime) per launch, "
-               "warmup=%d, samples>=7 until %d ms, first discarded\n", warm, min_ms);
+        report("method timer=device events per launch (aclrtEventElapsedTime), warmup=%d, "
+               ">=7 samples until %d ms, first dropped\n", warm, min_ms);
         if (run_case(o, "pre-timing", task, seed * 31 + 1, 0, rtol, atol, 1)) {
-            time_events("candidate", o, warm, min_ms, max_rep);
-            report("method vendor baseline: %s\n",
-                   KOPE_HAVE_ACLNN ? "aclnn operators not wired in this version"
-                                   : "none (toolkit has no include/aclnnop)");
+            time_events("candidate", [] {}, [&] { launch(o); }, warm, min_ms, max_rep);
+#if KOPE_HAVE_ACLNN
+            if (!no_baselines)
+                vendor_time(o, warm, min_ms, max_rep);
+#else
+            (void)no_baselines;
+            report("method vendor baseline: none (the toolkit has no include/aclnnop)\n");
+#endif
             if (!run_case(o, "post-timing", task, seed * 31 + 2, 1, rtol, atol, 0))
                 report("fail stateful 0 wrong after timing with inputs reseeded in place\n");
         }

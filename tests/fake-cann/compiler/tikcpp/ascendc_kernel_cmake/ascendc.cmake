@@ -25,6 +25,14 @@ if(NOT TARGET host_intf_pub)
     add_library(host_intf_pub INTERFACE)
     target_link_libraries(host_intf_pub INTERFACE kope_fake_acl)
 endif()
+# the vendor operator libraries (libopapi.so, libnnopbase.so in lib64 on a
+# real toolkit): here one static library under both names
+if(NOT TARGET opapi)
+    add_library(opapi STATIC ${_FAKE_CANN}/tools/fake/fake_aclnn.cpp)
+    target_include_directories(opapi PUBLIC ${_FAKE_CANN}/include)
+    target_compile_options(opapi PRIVATE -O2 -std=c++17)
+    add_library(nnopbase INTERFACE)
+endif()
 
 function(_fake_launch_header target src)
     file(READ ${src} _txt)
