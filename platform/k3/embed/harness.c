@@ -798,8 +798,8 @@ int main(int argc, char **argv)
     faults_install();
 
     /* the task's own shape, scaled down only when the caller caps the work
-     * (under emulation): M (or rows, or batch) is halved; n, k and cols,
-     * which decide the tails, are kept. */
+     * (under emulation): batch, M or rows are halved first, then N keeping
+     * N mod 256; K and cols, which decide the inner tails, are kept. */
     struct hcase task;
     memset(&task, 0, sizeof task);
     snprintf(task.label, sizeof task.label, "task");
