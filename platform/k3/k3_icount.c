@@ -165,7 +165,8 @@ int k3_icount_run(const char *runner, const char *plugin, const char *const *arg
     }
     for (char *s = strtok(words, " \t"); s && na < ARGV_MAX - 2; s = strtok(NULL, " \t"))
         args[na++] = s;
-    if (na == 0 || strstr(args[0], "-static")) {
+    size_t l0 = na ? strlen(args[0]) : 0;
+    if (na == 0 || (l0 >= 7 && strcmp(args[0] + l0 - 7, "-static") == 0)) {
         snprintf(err, err_len, "icount: runner '%s' cannot load plugins (needs the dynamic qemu-riscv64)", runner);
         return PLAT_ERR_NO_RUNNER;
     }
