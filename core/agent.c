@@ -20,6 +20,7 @@
 #include <cJSON.h>
 
 #include "core/agent.h"
+#include "core/agent_int.h"
 #include "core/context.h"
 #include "core/err.h"
 #include "core/graph.h"
@@ -32,7 +33,6 @@
 #include "store/store.h"
 
 #define FEEDBACK_MAX 4          /* earlier attempts shown to the LLM */
-#define REASON_MAX 600          /* one-line reason kept in an outcome body */
 
 void agent_opts_init(struct agent_opts *o)
 {
@@ -47,23 +47,6 @@ void agent_summary_free(struct agent_summary *s)
 
 /* -------------------------------------------------------------- run state */
 
-struct run {
-    struct graph *g;
-    const struct agent_opts *o;
-    const char *target;
-    struct platform *p;
-    struct platform *p_fast;    /* emulated only: same target without baselines */
-    int emulated;
-    int64_t id;                 /* run_state row, 0 = none (queue flush outside a run) */
-    cJSON *cursor;              /* {"tokens":N,"done":[names]} */
-    struct llm_client *llm;     /* NULL = no LLM (offline, not configured, or disabled) */
-    int64_t link_retry_ms;      /* link down: no send before this (unix ms) */
-    long backoff_ms;
-    long calls;
-    uint64_t t0_ns;
-    char *err;
-    size_t err_len;
-};
 
 __attribute__((format(printf, 3, 4)))
 static int fail(struct run *r, int rc, const char *fmt, ...)
@@ -75,14 +58,14 @@ static int fail(struct run *r, int rc, const char *fmt, ...)
     return rc ? rc : KOPE_ERR_INTERNAL;
 }
 
-static int64_t now_ms(void)
+int64_t agent_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static __attribute__((format(printf, 2, 3))) void say(struct run *r, const char *fmt, ...)
+void agent_say(struct run *r, const char *fmt, ...)
 {
     if (!r->o->log)
         return;
@@ -209,7 +192,7 @@ static int task_record(struct run *r, const struct task_entry *te, uint8_t id[32
 
 /* A plat_task back from a task record (for replies applied outside the
  * suite that asked for them). */
-static int task_from_record(struct graph *g, const uint8_t id[32], struct task_suite *s)
+int agent_task_from_record(struct graph *g, const uint8_t id[32], struct task_suite *s)
 {
     char hex[GRAPH_ID_HEX], err[256];
     struct graph_rec rec;
@@ -241,35 +224,7 @@ static int task_from_record(struct graph *g, const uint8_t id[32], struct task_s
 
 /* ----------------------------------------------------- evaluating a kernel */
 
-struct proposal {
-    const char *proposer;       /* "tuner" | "llm" */
-    const char *src;            /* NULL = no code (an LLM reply without a kernel) */
-    size_t len;
-    char label[128];            /* tuner: k3_point_label; "" otherwise */
-    const char *why;            /* tuner: "default", "prior", ... */
-    char *tags[LLM_MAX_TAGS];   /* borrowed */
-    size_t n_tags;
-    const char *rationale;      /* borrowed, may be NULL */
-    const char *no_code;        /* why there is no kernel */
-    long tokens_in, tokens_out; /* LLM tokens of the call (0 for the tuner) */
-    int64_t qid;                /* queue row applied by this trial, 0 = none */
-    const uint8_t *parent;      /* decision refined, NULL = first of the task */
-};
 
-struct verdict {
-    int pass;
-    const char *status;         /* "pass" | plat_fail_name() | "no_code" */
-    const char *stage;          /* "reply" | "compile" | "verify" | "measure" */
-    char reason[REASON_MAX];
-    const char *diag;           /* compiler output (borrowed from build) */
-    struct platform *plat;      /* which handle built b */
-    struct plat_build b;
-    struct plat_verify v;
-    struct plat_measure m;
-    double speedup;
-    char baseline[PLAT_NAME_MAX];
-    double score;
-};
 
 static void first_line(char *out, size_t cap, const char *text)
 {
@@ -280,15 +235,6 @@ static void first_line(char *out, size_t cap, const char *text)
     out[n] = '\0';
 }
 
-/* Baselines measured once per task under emulation. Instruction counts are
- * exactly repeatable there (docs/K3-KERNELS.md), so later trials measure the
- * candidate alone and take the ratio against these counts: same claim, half
- * the emulator time. Natively every trial measures its baselines. */
-struct base_cache {
-    int have;
-    int n;
-    struct plat_baseline base[PLAT_MAX_BASELINES];
-};
 
 static int open_fast(struct run *r)
 {
@@ -306,7 +252,7 @@ static int open_fast(struct run *r)
 
 /* Screen, compile, verify, measure. 0 = answered (vd->pass says how), or a
  * PLAT_ERR_* when the platform itself failed. bc may be NULL. */
-static int evaluate(struct run *r, const struct plat_task *t, const struct proposal *pr, struct verdict *vd,
+int agent_evaluate(struct run *r, const struct plat_task *t, const struct proposal *pr, struct verdict *vd,
                     struct base_cache *bc)
 {
     int rc;
@@ -420,7 +366,7 @@ static cJSON *tags_json(const struct proposal *pr)
 }
 
 /* One transaction: blobs, decision, outcome, cursor, queue row done. */
-static int record_trial(struct run *r, const uint8_t task[32], int trial, const struct proposal *pr,
+int agent_record_trial(struct run *r, const uint8_t task[32], int trial, const struct proposal *pr,
                         const struct verdict *vd, uint8_t dec_id[32], uint8_t out_id[32])
 {
     int rc = KOPE_ERR_NOMEM;
@@ -716,178 +662,7 @@ out:
     return rc;
 }
 
-/* --------------------------------------------------------------- the queue */
-
-/* Send one pending row. Returns 1 if answered (row now 'sent'), 0 if the
- * link failed (row stays pending, backoff set), or a negative code. */
-static int queue_send(struct run *r, const struct store_queue_row *row)
-{
-    char *req = NULL, *body = NULL;
-    size_t len;
-    char hex[GRAPH_ID_HEX];
-    int rc;
-    struct llm_reply rep;
-    llm_reply_init(&rep);
-    util_hex(row->prompt, 32, hex);
-    if ((rc = graph_blob_get(r->g, hex, &req, &len)))
-        goto out;
-    cJSON *j = cJSON_Parse(req);
-    const cJSON *sys = cJSON_GetObjectItemCaseSensitive(j, "system");
-    const cJSON *usr = cJSON_GetObjectItemCaseSensitive(j, "user");
-    const cJSON *est = cJSON_GetObjectItemCaseSensitive(j, "est");
-    if (!cJSON_IsString(sys) || !cJSON_IsString(usr)) {
-        cJSON_Delete(j);
-        rc = store_queue_drop(r->g->st, row->qid);
-        goto out;
-    }
-    struct llm_message msgs[2] = {{"system", sys->valuestring}, {"user", usr->valuestring}};
-    long est_in = cJSON_IsNumber(est) ? (long)est->valuedouble : 0;
-    rc = llm_chat(r->llm, msgs, 2, &rep);
-    cJSON_Delete(j);
-    if (rc) {
-        if (net_err_retryable(rc)) {
-            int64_t next = now_ms() + r->backoff_ms;
-            r->link_retry_ms = next;
-            r->backoff_ms = r->backoff_ms * 2 > AGENT_BACKOFF_MAX_MS ? AGENT_BACKOFF_MAX_MS : r->backoff_ms * 2;
-            say(r, "  llm: link down (%s); call %lld stays queued, tuner carries on\n", rep.error,
-                (long long)row->qid);
-            rc = store_queue_retry(r->g->st, row->qid, next, rep.error);
-            goto out;
-        }
-        say(r, "  llm: %s: LLM disabled for this run (call %lld dropped)\n", rep.error, (long long)row->qid);
-        llm_client_free(r->llm);
-        r->llm = NULL;
-        store_queue_retry(r->g->st, row->qid, 0, rep.error);
-        rc = store_queue_drop(r->g->st, row->qid);
-        goto out;
-    }
-    r->backoff_ms = AGENT_BACKOFF_MS;
-    r->link_retry_ms = 0;
-    r->calls++;
-    /* keep what the reply means, not the transport: content and usage */
-    cJSON *kept = cJSON_CreateObject();
-    if (!kept) {
-        rc = KOPE_ERR_NOMEM;
-        goto out;
-    }
-    cJSON_AddStringToObject(kept, "content", rep.content ? rep.content : "");
-    cJSON_AddNumberToObject(kept, "tokens_in", (double)(rep.n_tokens_in >= 0 ? rep.n_tokens_in : est_in));
-    cJSON_AddNumberToObject(kept, "tokens_out",
-                            (double)(rep.n_tokens_out >= 0 ? rep.n_tokens_out
-                                                           : (long)(rep.content ? strlen(rep.content) / 4 : 0)));
-    body = cJSON_PrintUnformatted(kept);
-    cJSON_Delete(kept);
-    if (!body) {
-        rc = KOPE_ERR_NOMEM;
-        goto out;
-    }
-    char ref[GRAPH_BLOB_REF];
-    uint8_t h[32];
-    if ((rc = graph_begin(r->g)))
-        goto out;
-    if ((rc = graph_blob_put(r->g, body, strlen(body), ref)) || (rc = util_unhex(ref + 7, h, 32)) ||
-        (rc = store_queue_sent(r->g->st, row->qid, h))) {
-        graph_rollback(r->g);
-        goto out;
-    }
-    rc = graph_commit(r->g);
-    if (!rc)
-        rc = 1;
-out:
-    llm_reply_free(&rep);
-    free(req);
-    free(body);
-    return rc;
-}
-
-struct rows {
-    struct store_queue_row *v;
-    size_t n, cap;
-};
-
-static int rows_cb(void *ctx, const struct store_queue_row *row)
-{
-    struct rows *rs = ctx;
-    if (rs->n == rs->cap) {
-        size_t cap = rs->cap ? rs->cap * 2 : 16;
-        void *p = realloc(rs->v, cap * sizeof *rs->v);
-        if (!p)
-            return KOPE_ERR_NOMEM;
-        rs->v = p;
-        rs->cap = cap;
-    }
-    rs->v[rs->n] = *row;
-    rs->v[rs->n].state = NULL; /* not valid after the callback */
-    rs->v[rs->n].error = NULL;
-    rs->n++;
-    return 0;
-}
-
-static int trial_count(struct run *r, const uint8_t task[32], int *n);
-
-/* Apply one answered row: evaluate its kernel, record the trial and mark
- * the row done in one transaction. te: the task when the caller has it. */
-static int queue_apply(struct run *r, const struct store_queue_row *row, const struct plat_task *tk)
-{
-    char hex[GRAPH_ID_HEX], *body = NULL;
-    size_t len;
-    int rc;
-    struct llm_reply rep;
-    struct task_suite one = {0};
-    struct verdict *vd = calloc(1, sizeof *vd);
-    llm_reply_init(&rep);
-    if (!vd)
-        return KOPE_ERR_NOMEM;
-    util_hex(row->reply, 32, hex);
-    if ((rc = graph_blob_get(r->g, hex, &body, &len)))
-        goto out;
-    cJSON *j = cJSON_Parse(body);
-    const cJSON *content = cJSON_GetObjectItemCaseSensitive(j, "content");
-    const cJSON *ti = cJSON_GetObjectItemCaseSensitive(j, "tokens_in");
-    const cJSON *to = cJSON_GetObjectItemCaseSensitive(j, "tokens_out");
-    struct proposal pr;
-    memset(&pr, 0, sizeof pr);
-    pr.proposer = "llm";
-    pr.qid = row->qid;
-    pr.parent = row->has_parent ? row->parent : NULL;
-    pr.tokens_in = cJSON_IsNumber(ti) ? (long)ti->valuedouble : 0;
-    pr.tokens_out = cJSON_IsNumber(to) ? (long)to->valuedouble : 0;
-    rc = llm_reply_extract(cJSON_IsString(content) ? content->valuestring : "", &rep);
-    cJSON_Delete(j);
-    if (rc)
-        goto out;
-    pr.src = rep.kernel;
-    pr.len = rep.kernel ? strlen(rep.kernel) : 0;
-    pr.no_code = rep.no_code;
-    pr.rationale = rep.rationale;
-    for (size_t i = 0; i < rep.n_tags; i++)
-        pr.tags[pr.n_tags++] = rep.tags[i];
-    if (!tk) {
-        if ((rc = task_from_record(r->g, row->task, &one)))
-            goto out;
-        tk = &one.tasks[0].t;
-    }
-    int n = 0;
-    if ((rc = trial_count(r, row->task, &n)))
-        goto out;
-    if ((rc = evaluate(r, tk, &pr, vd, NULL)))
-        goto out;
-    uint8_t d[32], o[32];
-    rc = record_trial(r, row->task, n + 1, &pr, vd, d, o);
-    if (!rc)
-        say(r, "  llm call %lld applied to %s: %s%s%s\n", (long long)row->qid, tk->name, vd->status,
-            vd->pass ? "" : ": ", vd->pass ? "" : vd->reason);
-out:
-    if (vd->plat)
-        platform_build_free(vd->plat, &vd->b);
-    free(vd);
-    free(body);
-    llm_reply_free(&rep);
-    task_suite_free(&one);
-    return rc;
-}
-
-static int open_platform(struct run *r)
+int agent_open_platform(struct run *r)
 {
     if (r->p)
         return 0;
@@ -901,44 +676,7 @@ static int open_platform(struct run *r)
     return 0;
 }
 
-/* Send what may be sent, then apply every answered row (all tasks). */
-static int queue_pump(struct run *r, int force, int *sent, int *applied)
-{
-    struct rows rs = {0};
-    int rc = 0;
-    if (r->llm && (force || now_ms() >= r->link_retry_ms)) {
-        if ((rc = store_queue_each(r->g->st, "pending", rows_cb, &rs)))
-            goto out;
-        for (size_t i = 0; i < rs.n && r->llm; i++) {
-            if (!force && rs.v[i].next_try > now_ms())
-                continue;
-            rc = queue_send(r, &rs.v[i]);
-            if (rc < 0)
-                goto out;
-            if (rc == 0)
-                break; /* link down: the rest wait for the backoff */
-            if (sent)
-                (*sent)++;
-        }
-        rs.n = 0;
-    }
-    if ((rc = store_queue_each(r->g->st, "sent", rows_cb, &rs)))
-        goto out;
-    if (rs.n && (rc = open_platform(r)))
-        goto out;
-    for (size_t i = 0; i < rs.n; i++) {
-        if ((rc = queue_apply(r, &rs.v[i], NULL)))
-            goto out;
-        if (applied)
-            (*applied)++;
-    }
-    rc = 0;
-out:
-    free(rs.v);
-    return rc;
-}
-
-static int trial_count(struct run *r, const uint8_t task[32], int *n)
+int agent_trial_count(struct run *r, const uint8_t task[32], int *n)
 {
     struct history h;
     int rc = history_load(r, task, &h);
@@ -1067,7 +805,7 @@ static int out_of_time(struct run *r)
 static int llm_usable(struct run *r)
 {
     long cap = r->o->token_budget > 0 ? r->o->token_budget : AGENT_TOKENS_DEFAULT;
-    return r->llm && cursor_tokens(r) < cap && now_ms() >= r->link_retry_ms;
+    return r->llm && cursor_tokens(r) < cap && agent_now_ms() >= r->link_retry_ms;
 }
 
 static void progress(struct run *r, size_t ti, size_t nt, const char *name, int trial, int budget,
@@ -1138,10 +876,10 @@ static int run_task(struct run *r, const struct task_entry *te, size_t ti, size_
             rc = graph_blob_put(r->g, req, strlen(req), ref);
             free(req);
             if (rc || (rc = util_unhex(ref + 7, ph, 32)) ||
-                (rc = store_queue_push(r->g->st, res->task_id, pr.parent, ph, now_ms() / 1000, &qid)))
+                (rc = store_queue_push(r->g->st, res->task_id, pr.parent, ph, agent_now_ms() / 1000, &qid)))
                 goto out;
             int sent = 0, applied = 0;
-            if ((rc = queue_pump(r, 0, &sent, &applied)))
+            if ((rc = agent_queue_pump(r, 0, &sent, &applied)))
                 goto out;
             if (applied)
                 continue; /* the reply was this trial (and maybe older ones) */
@@ -1173,12 +911,12 @@ static int run_task(struct run *r, const struct task_entry *te, size_t ti, size_
             goto out;
         }
         pr.src = src;
-        if ((rc = evaluate(r, t, &pr, vd, &bc))) {
+        if ((rc = agent_evaluate(r, t, &pr, vd, &bc))) {
             rc = fail(r, rc, "task %s: %s", t->name, vd->plat->err);
             goto out;
         }
         uint8_t d[32], o[32];
-        rc = record_trial(r, res->task_id, trial, &pr, vd, d, o);
+        rc = agent_record_trial(r, res->task_id, trial, &pr, vd, d, o);
         platform_build_free(vd->plat, &vd->b);
         if (rc) {
             rc = fail(r, rc, "task %s: recording trial %d: %s", t->name, trial,
@@ -1225,7 +963,7 @@ static int run_begin(struct run *r, const char *key, int *resumed)
         return KOPE_ERR_NOMEM;
     cJSON_AddNumberToObject(r->cursor, "tokens", 0);
     cJSON_AddArrayToObject(r->cursor, "done");
-    if ((rc = store_run_new(r->g->st, key, "{\"tokens\":0,\"done\":[]}", now_ms() / 1000, &r->id)))
+    if ((rc = store_run_new(r->g->st, key, "{\"tokens\":0,\"done\":[]}", agent_now_ms() / 1000, &r->id)))
         return fail(r, rc, "run state: %s", store_errmsg(r->g->st));
     return 0;
 }
@@ -1238,7 +976,7 @@ static int llm_open(struct run *r)
     char err[256];
     int rc = llm_client_new(ls, &r->llm, err, sizeof err);
     if (rc) {
-        say(r, "kope run: LLM not used: %s\n", err);
+        agent_say(r, "kope run: LLM not used: %s\n", err);
         r->llm = NULL;
     }
     r->backoff_ms = AGENT_BACKOFF_MS;
@@ -1282,13 +1020,13 @@ int agent_run(struct graph *g, const struct agent_opts *o, struct agent_summary 
     if ((rc = run_begin(&r, key, &out->resumed)))
         goto out;
     out->run = r.id;
-    if ((rc = open_platform(&r)) || (rc = llm_open(&r)))
+    if ((rc = agent_open_platform(&r)) || (rc = llm_open(&r)))
         goto out;
     if (out->resumed)
-        say(&r, "resuming run %lld of %s (%zu task(s) done)\n", (long long)r.id, key,
+        agent_say(&r, "resuming run %lld of %s (%zu task(s) done)\n", (long long)r.id, key,
             (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r.cursor, "done")));
     /* replies answered before a crash are applied first (exactly once) */
-    if ((rc = queue_pump(&r, 0, NULL, NULL)))
+    if ((rc = agent_queue_pump(&r, 0, NULL, NULL)))
         goto out;
     for (size_t i = lo; i < hi; i++) {
         struct agent_result *res = &out->res[out->n++];
@@ -1345,7 +1083,7 @@ int agent_queue_flush(struct graph *g, const struct agent_opts *o, struct platfo
     err[0] = '\0';
     int rc = llm_open(&r);
     if (!rc)
-        rc = queue_pump(&r, force, sent, applied);
+        rc = agent_queue_pump(&r, force, sent, applied);
     if (rc && !err[0])
         snprintf(err, err_len, "%s", g->err[0] ? g->err : kope_strerror(rc));
     llm_client_free(r.llm);

@@ -1,0 +1,234 @@
+/*
+ * core/queue.c - the durable LLM call queue's moves (store/queue.h holds the
+ * rows): send a pending call, apply an answered one, pump both.
+ *
+ * Every LLM call of the agent is a queue row before it is sent, so a live
+ * link and a dead one take the same path:
+ *   pending --send ok--> sent (reply stored with the row, one transaction)
+ *   pending --link down--> pending (tries+1, next_try = now + backoff)
+ *   pending --final error (401, 404, bad certificate)--> failed, LLM off
+ *   sent --apply--> done, in the transaction that records the decision and
+ *                   outcome (core/agent.c agent_record_trial)
+ * A kill anywhere leaves a row pending (sent again later) or sent (applied
+ * later, not asked again): each call is applied exactly once.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "core/agent_int.h"
+#include "core/err.h"
+#include "core/graph.h"
+#include "core/util.h"
+#include "net/llm.h"
+#include "store/queue.h"
+#include "store/store.h"
+
+
+/* Send one pending row. Returns 1 if answered (row now 'sent'), 0 if the
+ * link failed (row stays pending, backoff set), or a negative code. */
+int agent_queue_send(struct run *r, const struct store_queue_row *row)
+{
+    char *req = NULL, *body = NULL;
+    size_t len;
+    char hex[GRAPH_ID_HEX];
+    int rc;
+    struct llm_reply rep;
+    llm_reply_init(&rep);
+    util_hex(row->prompt, 32, hex);
+    if ((rc = graph_blob_get(r->g, hex, &req, &len)))
+        goto out;
+    cJSON *j = cJSON_Parse(req);
+    const cJSON *sys = cJSON_GetObjectItemCaseSensitive(j, "system");
+    const cJSON *usr = cJSON_GetObjectItemCaseSensitive(j, "user");
+    const cJSON *est = cJSON_GetObjectItemCaseSensitive(j, "est");
+    if (!cJSON_IsString(sys) || !cJSON_IsString(usr)) {
+        cJSON_Delete(j);
+        rc = store_queue_drop(r->g->st, row->qid);
+        goto out;
+    }
+    struct llm_message msgs[2] = {{"system", sys->valuestring}, {"user", usr->valuestring}};
+    long est_in = cJSON_IsNumber(est) ? (long)est->valuedouble : 0;
+    rc = llm_chat(r->llm, msgs, 2, &rep);
+    cJSON_Delete(j);
+    if (rc) {
+        if (net_err_retryable(rc)) {
+            int64_t next = agent_now_ms() + r->backoff_ms;
+            r->link_retry_ms = next;
+            r->backoff_ms = r->backoff_ms * 2 > AGENT_BACKOFF_MAX_MS ? AGENT_BACKOFF_MAX_MS : r->backoff_ms * 2;
+            agent_say(r, "  llm: link down (%s); call %lld stays queued, tuner carries on\n", rep.error,
+                (long long)row->qid);
+            rc = store_queue_retry(r->g->st, row->qid, next, rep.error);
+            goto out;
+        }
+        agent_say(r, "  llm: %s: LLM disabled for this run (call %lld dropped)\n", rep.error, (long long)row->qid);
+        llm_client_free(r->llm);
+        r->llm = NULL;
+        store_queue_retry(r->g->st, row->qid, 0, rep.error);
+        rc = store_queue_drop(r->g->st, row->qid);
+        goto out;
+    }
+    r->backoff_ms = AGENT_BACKOFF_MS;
+    r->link_retry_ms = 0;
+    r->calls++;
+    /* keep what the reply means, not the transport: content and usage */
+    cJSON *kept = cJSON_CreateObject();
+    if (!kept) {
+        rc = KOPE_ERR_NOMEM;
+        goto out;
+    }
+    cJSON_AddStringToObject(kept, "content", rep.content ? rep.content : "");
+    cJSON_AddNumberToObject(kept, "tokens_in", (double)(rep.n_tokens_in >= 0 ? rep.n_tokens_in : est_in));
+    cJSON_AddNumberToObject(kept, "tokens_out",
+                            (double)(rep.n_tokens_out >= 0 ? rep.n_tokens_out
+                                                           : (long)(rep.content ? strlen(rep.content) / 4 : 0)));
+    body = cJSON_PrintUnformatted(kept);
+    cJSON_Delete(kept);
+    if (!body) {
+        rc = KOPE_ERR_NOMEM;
+        goto out;
+    }
+    char ref[GRAPH_BLOB_REF];
+    uint8_t h[32];
+    if ((rc = graph_begin(r->g)))
+        goto out;
+    if ((rc = graph_blob_put(r->g, body, strlen(body), ref)) || (rc = util_unhex(ref + 7, h, 32)) ||
+        (rc = store_queue_sent(r->g->st, row->qid, h))) {
+        graph_rollback(r->g);
+        goto out;
+    }
+    rc = graph_commit(r->g);
+    if (!rc)
+        rc = 1;
+out:
+    llm_reply_free(&rep);
+    free(req);
+    free(body);
+    return rc;
+}
+
+struct rows {
+    struct store_queue_row *v;
+    size_t n, cap;
+};
+
+static int rows_cb(void *ctx, const struct store_queue_row *row)
+{
+    struct rows *rs = ctx;
+    if (rs->n == rs->cap) {
+        size_t cap = rs->cap ? rs->cap * 2 : 16;
+        void *p = realloc(rs->v, cap * sizeof *rs->v);
+        if (!p)
+            return KOPE_ERR_NOMEM;
+        rs->v = p;
+        rs->cap = cap;
+    }
+    rs->v[rs->n] = *row;
+    rs->v[rs->n].state = NULL; /* not valid after the callback */
+    rs->v[rs->n].error = NULL;
+    rs->n++;
+    return 0;
+}
+
+/* Apply one answered row: evaluate its kernel, record the trial and mark
+ * the row done in one transaction. te: the task when the caller has it. */
+int agent_queue_apply(struct run *r, const struct store_queue_row *row, const struct plat_task *tk)
+{
+    char hex[GRAPH_ID_HEX], *body = NULL;
+    size_t len;
+    int rc;
+    struct llm_reply rep;
+    struct task_suite one = {0};
+    struct verdict *vd = calloc(1, sizeof *vd);
+    llm_reply_init(&rep);
+    if (!vd)
+        return KOPE_ERR_NOMEM;
+    util_hex(row->reply, 32, hex);
+    if ((rc = graph_blob_get(r->g, hex, &body, &len)))
+        goto out;
+    cJSON *j = cJSON_Parse(body);
+    const cJSON *content = cJSON_GetObjectItemCaseSensitive(j, "content");
+    const cJSON *ti = cJSON_GetObjectItemCaseSensitive(j, "tokens_in");
+    const cJSON *to = cJSON_GetObjectItemCaseSensitive(j, "tokens_out");
+    struct proposal pr;
+    memset(&pr, 0, sizeof pr);
+    pr.proposer = "llm";
+    pr.qid = row->qid;
+    pr.parent = row->has_parent ? row->parent : NULL;
+    pr.tokens_in = cJSON_IsNumber(ti) ? (long)ti->valuedouble : 0;
+    pr.tokens_out = cJSON_IsNumber(to) ? (long)to->valuedouble : 0;
+    rc = llm_reply_extract(cJSON_IsString(content) ? content->valuestring : "", &rep);
+    cJSON_Delete(j);
+    if (rc)
+        goto out;
+    pr.src = rep.kernel;
+    pr.len = rep.kernel ? strlen(rep.kernel) : 0;
+    pr.no_code = rep.no_code;
+    pr.rationale = rep.rationale;
+    for (size_t i = 0; i < rep.n_tags; i++)
+        pr.tags[pr.n_tags++] = rep.tags[i];
+    if (!tk) {
+        if ((rc = agent_task_from_record(r->g, row->task, &one)))
+            goto out;
+        tk = &one.tasks[0].t;
+    }
+    int n = 0;
+    if ((rc = agent_trial_count(r, row->task, &n)))
+        goto out;
+    if ((rc = agent_evaluate(r, tk, &pr, vd, NULL)))
+        goto out;
+    uint8_t d[32], o[32];
+    rc = agent_record_trial(r, row->task, n + 1, &pr, vd, d, o);
+    if (!rc)
+        agent_say(r, "  llm call %lld applied to %s: %s%s%s\n", (long long)row->qid, tk->name, vd->status,
+            vd->pass ? "" : ": ", vd->pass ? "" : vd->reason);
+out:
+    if (vd->plat)
+        platform_build_free(vd->plat, &vd->b);
+    free(vd);
+    free(body);
+    llm_reply_free(&rep);
+    task_suite_free(&one);
+    return rc;
+}
+
+
+/* Send what may be sent, then apply every answered row (all tasks). */
+int agent_queue_pump(struct run *r, int force, int *sent, int *applied)
+{
+    struct rows rs = {0};
+    int rc = 0;
+    if (r->llm && (force || agent_now_ms() >= r->link_retry_ms)) {
+        if ((rc = store_queue_each(r->g->st, "pending", rows_cb, &rs)))
+            goto out;
+        for (size_t i = 0; i < rs.n && r->llm; i++) {
+            if (!force && rs.v[i].next_try > agent_now_ms())
+                continue;
+            rc = agent_queue_send(r, &rs.v[i]);
+            if (rc < 0)
+                goto out;
+            if (rc == 0)
+                break; /* link down: the rest wait for the backoff */
+            if (sent)
+                (*sent)++;
+        }
+        rs.n = 0;
+    }
+    if ((rc = store_queue_each(r->g->st, "sent", rows_cb, &rs)))
+        goto out;
+    if (rs.n && (rc = agent_open_platform(r)))
+        goto out;
+    for (size_t i = 0; i < rs.n; i++) {
+        if ((rc = agent_queue_apply(r, &rs.v[i], NULL)))
+            goto out;
+        if (applied)
+            (*applied)++;
+    }
+    rc = 0;
+out:
+    free(rs.v);
+    return rc;
+}
+
+
