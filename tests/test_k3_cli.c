@@ -109,6 +109,18 @@ static void test_measure_bad_kernel_and_usage(void **state)
     assert_int_equal(kope("measure missing.c --task add-res-896"), 1);
 }
 
+static void test_measure_relative_work_dir(void **state)
+{
+    (void)state;
+    if (!getenv("KOPE_BIN"))
+        skip();
+    /* a relative platform.k3.work_dir: harness runs chdir into their build
+     * dir, so the platform must hold absolute paths */
+    write_file("rel.json", "{\"platform\": {\"k3\": {\"work_dir\": \"relwork\"}}}\n");
+    assert_int_equal(kope("--config rel.json measure good.c --task add-res-896 --verify-only"), 0);
+    assert_non_null(strstr(out, "verify: PASS"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -116,6 +128,7 @@ int main(void)
         cmocka_unit_test(test_tasks_bad_suite_file),
         cmocka_unit_test(test_measure_good_kernel),
         cmocka_unit_test(test_measure_bad_kernel_and_usage),
+        cmocka_unit_test(test_measure_relative_work_dir),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -413,6 +413,14 @@ static int k3_open(struct platform *p)
     if (!mkdtemp(k->work))
         return set_err(p, PLAT_ERR_WORKDIR, "mkdtemp %.300s: %.100s", k->work, strerror(errno));
     k->own_work = 1;
+    /* absolute: harness runs chdir into their build dir */
+    char *abs = realpath(k->work, NULL);
+    if (!abs || strlen(abs) >= sizeof k->work) {
+        free(abs);
+        return set_err(p, PLAT_ERR_WORKDIR, "work dir %.300s: cannot make it absolute", k->work);
+    }
+    memcpy(k->work, abs, strlen(abs) + 1);
+    free(abs);
     snprintf(k->rt, sizeof k->rt, "%s/rt", k->work);
     if (mkdir(k->rt, 0700) != 0 && errno != EEXIST)
         return set_err(p, PLAT_ERR_WORKDIR, "mkdir %.300s: %.100s", k->rt, strerror(errno));
