@@ -334,14 +334,36 @@ static void blas_find(struct k3 *k, const char *setting)
     }
 }
 
+/* A runner given as a relative path ("./qemu-riscv64 ...") would break once
+ * a harness run changes into its build dir: make its first word absolute. */
+static void runner_absolute(struct k3 *k)
+{
+    size_t n = strcspn(k->runner, " \t");
+    if (n == 0 || k->runner[0] == '/' || !memchr(k->runner, '/', n) || n >= K3_PATH_MAX)
+        return;
+    char first[K3_PATH_MAX], out[K3_CMD_MAX];
+    memcpy(first, k->runner, n);
+    first[n] = '\0';
+    char *abs = realpath(first, NULL);
+    size_t al = abs ? strlen(abs) : 0, rl = strlen(k->runner + n);
+    if (abs && al + rl < sizeof out) {
+        memcpy(out, abs, al);
+        memcpy(out + al, k->runner + n, rl + 1);
+        memcpy(k->runner, out, al + rl + 1);
+    }
+    free(abs);
+}
+
 /* The icount plugin: the setting, else libkope-icount.so next to the kope
  * binary (the Makefile builds it there), or one level up (tests, benches). */
 static void plugin_find(struct k3 *k, const char *setting)
 {
     k->plugin[0] = '\0';
     if (setting) { /* "" turns it off */
-        if (*setting && access(setting, R_OK) == 0)
-            snprintf(k->plugin, sizeof k->plugin, "%.250s", setting);
+        char *abs = *setting && access(setting, R_OK) == 0 ? realpath(setting, NULL) : NULL;
+        if (abs)
+            snprintf(k->plugin, sizeof k->plugin, "%.250s", abs);
+        free(abs);
         return;
     }
     char exe[K3_PATH_MAX], cand[K3_PATH_MAX];
@@ -389,6 +411,7 @@ static int k3_open(struct platform *p)
         snprintf(k->runner, sizeof k->runner, "%s", s->runner);
     else
         snprintf(k->runner, sizeof k->runner, "%s", k->native ? "" : K3_QEMU);
+    runner_absolute(k);
     k->emulated = !k->native || strstr(k->runner, "qemu") != NULL;
     k->is_clang = strstr(k->cc, "clang") != NULL;
 
