@@ -7,6 +7,10 @@
  * exactly one function named KOPE_KERNEL with its op family's signature below.
  * All data is f32, row-major, contiguous; the kernel must not keep state across
  * calls, allocate, do I/O, or touch memory outside the buffers it is given.
+ * Helpers must be static (kope_kernel is the only global symbol allowed), and
+ * no inline assembly. kope declares kope_kernel with the task family's type
+ * before compiling the file, so a wrong signature is a compile error. Buffers
+ * are only guaranteed 4-byte aligned. (The checks: docs/K3-HARNESS.md.)
  *
  * Families and their ops:
  *   elementwise  add mul axpy scale clamp
