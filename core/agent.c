@@ -865,8 +865,9 @@ static int run_task(struct run *r, const struct task_entry *te, size_t ti, size_
         memset(&pr, 0, sizeof pr);
         pr.parent = h.best >= 0 ? h.tree.nodes[h.best].dec.id : h.n ? h.tree.nodes[h.idx[h.n - 1]].dec.id : NULL;
 
-        /* the LLM proposes once the tuner has a passing start */
-        if (h.best >= 0 && llm_usable(r)) {
+        /* the LLM proposes once a first trial (the tuner's safe default or
+         * the target's starter) is in: from its best, or from its feedback */
+        if (h.n >= 1 && llm_usable(r)) {
             char *req = NULL;
             char ref[GRAPH_BLOB_REF];
             uint8_t ph[32];
@@ -885,32 +886,52 @@ static int run_task(struct run *r, const struct task_entry *te, size_t ti, size_
                 continue; /* the reply was this trial (and maybe older ones) */
         }
 
-        /* the tuner */
-        int v[K3_PARAM_MAX];
-        const char *why = NULL;
-        struct tuner_trial *tt = history_trials(&h, tp);
-        if (!tt) {
-            rc = KOPE_ERR_NOMEM;
-            goto out;
+        /* a target whose kernels the k3 templates cannot write (its ops
+         * table has a starter, e.g. ascend): the starter is the offline
+         * proposer's one kernel; more trials need the LLM */
+        if (r->p->ops->starter) {
+            if (h.n >= 1)
+                break;
+            size_t slen = 0;
+            free(src);
+            src = NULL;
+            rc = platform_starter(r->p, t, &src, &slen, pr.label, sizeof pr.label);
+            if (rc) {
+                rc = fail(r, rc, "task %s: no starter kernel on %s: %s", t->name, r->target, r->p->err);
+                goto out;
+            }
+            pr.proposer = "starter";
+            pr.why = "starter";
+            pr.src = src;
+            pr.len = slen;
+        } else {
+            /* the tuner */
+            int v[K3_PARAM_MAX];
+            const char *why = NULL;
+            struct tuner_trial *tt = history_trials(&h, tp);
+            if (!tt) {
+                rc = KOPE_ERR_NOMEM;
+                goto out;
+            }
+            rc = tuner_next(t, tt, h.n, &prior, v, &why);
+            free(tt);
+            if (rc == 1) { /* every point tried: the task is as good as the tuner gets */
+                rc = 0;
+                break;
+            }
+            if (rc)
+                goto out;
+            pr.proposer = "tuner";
+            pr.why = why;
+            k3_point_label(tp, v, pr.label, sizeof pr.label);
+            free(src);
+            src = k3_point_source(tp, v, &pr.len);
+            if (!src) {
+                rc = fail(r, KOPE_ERR_NOMEM, "task %s: template source for %s", t->name, pr.label);
+                goto out;
+            }
+            pr.src = src;
         }
-        rc = tuner_next(t, tt, h.n, &prior, v, &why);
-        free(tt);
-        if (rc == 1) { /* every point tried: the task is as good as the tuner gets */
-            rc = 0;
-            break;
-        }
-        if (rc)
-            goto out;
-        pr.proposer = "tuner";
-        pr.why = why;
-        k3_point_label(tp, v, pr.label, sizeof pr.label);
-        free(src);
-        src = k3_point_source(tp, v, &pr.len);
-        if (!src) {
-            rc = fail(r, KOPE_ERR_NOMEM, "task %s: template source for %s", t->name, pr.label);
-            goto out;
-        }
-        pr.src = src;
         if ((rc = agent_evaluate(r, t, &pr, vd, &bc))) {
             rc = fail(r, rc, "task %s: %s", t->name, vd->plat->err);
             goto out;
