@@ -1,6 +1,7 @@
 // kope test kernel: elementwise add, CopyIn-Compute-CopyOut with a
 // double-buffered queue (BUFFER_NUM 2) on 32-byte-aligned stretches, scalar
-// tail for the last n % 8 elements. Blocks own disjoint multiples of 8 floats.
+// tail for the last n % 8 elements (flushed from the data cache). Blocks own
+// disjoint multiples of 16 floats (whole 64-byte cache lines).
 #include "kernel_operator.h"
 #include "kope_ascend.h"
 using namespace AscendC;
@@ -12,10 +13,7 @@ class KernelAdd {
 public:
     __aicore__ inline void Init(GM_ADDR x, GM_ADDR y, GM_ADDR z, const KopeTiling &t)
     {
-        uint32_t n = t.n, nb = GetBlockNum(), b = GetBlockIdx();
-        uint32_t chunk = ((n + nb - 1) / nb + 7) / 8 * 8;
-        start_ = b * chunk < n ? b * chunk : n;
-        end_ = start_ + chunk < n ? start_ + chunk : n;
+        kope_block_range(t.n, &start_, &end_); /* whole 64-byte lines per block */
         xGm.SetGlobalBuffer((__gm__ float *)x);
         yGm.SetGlobalBuffer((__gm__ float *)y);
         zGm.SetGlobalBuffer((__gm__ float *)z);
@@ -36,6 +34,7 @@ public:
         }
         for (; pos < end_; pos++)
             zGm.SetValue(pos, xGm.GetValue(pos) + yGm.GetValue(pos));
+        kope_flush_gm(zGm);
     }
 
 private:

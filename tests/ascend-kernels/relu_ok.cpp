@@ -8,9 +8,8 @@ extern "C" __global__ __aicore__ void kope_kernel(GM_ADDR x, GM_ADDR gamma, GM_A
 {
     KopeTiling t;
     kope_tiling_load(&t, tiling);
-    uint32_t n = t.rows * t.cols, nb = GetBlockNum(), b = GetBlockIdx();
-    uint32_t chunk = ((n + nb - 1) / nb + 7) / 8 * 8;
-    uint32_t start = b * chunk < n ? b * chunk : n, end = start + chunk < n ? start + chunk : n;
+    uint32_t start, end;
+    kope_block_range(t.rows * t.cols, &start, &end); /* whole 64-byte lines per block */
     GlobalTensor<float> xg, og;
     xg.SetGlobalBuffer((__gm__ float *)x);
     og.SetGlobalBuffer((__gm__ float *)out);
@@ -18,4 +17,5 @@ extern "C" __global__ __aicore__ void kope_kernel(GM_ADDR x, GM_ADDR gamma, GM_A
         float v = xg.GetValue(i);
         og.SetValue(i, v > 0.0f ? v : 0.0f);
     }
+    kope_flush_gm(og);
 }

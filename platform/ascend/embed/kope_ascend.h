@@ -31,7 +31,9 @@
  * Vector core count for the vector families and the AI (Cube) core count for
  * matmul. Lengths are arbitrary (1, 7, 65, 1021, ...): the 32-byte DataCopy
  * granularity means tails of fewer than 8 floats need care (pad the copy in
- * UB, or copy the tail with DataCopyPad where the SoC supports it).
+ * UB, or copy the tail with DataCopyPad where the SoC supports it). Inputs
+ * are allocated padded to whole 32-byte blocks, so a rounded-up DataCopy in
+ * reads (never uses) a few floats past an input safely.
  */
 #ifndef KOPE_ASCEND_H_ABI
 #define KOPE_ASCEND_H_ABI
@@ -76,6 +78,30 @@ __aicore__ inline void kope_tiling_load(struct KopeTiling *t, GM_ADDR tiling)
     __gm__ uint32_t *src = reinterpret_cast<__gm__ uint32_t *>(tiling);
     for (uint32_t i = 0; i < KOPE_TILING_WORDS; i++)
         dst[i] = src[i];
+}
+
+/*
+ * Scalar stores to GM (GlobalTensor::SetValue) go to the core's data cache
+ * and are written back in 64-byte lines, so (CANN docs, SetValue and
+ * DataCacheCleanAndInvalid):
+ *   - two blocks must never store into the same 64-byte line: split outputs
+ *     in whole multiples of 16 floats (kope_block_range);
+ *   - flush before the kernel ends (kope_flush_gm).
+ * DataCopy (the DMA path) has neither problem.
+ */
+__aicore__ inline void kope_block_range(uint32_t n, uint32_t *start, uint32_t *end)
+{
+    uint32_t nb = (uint32_t)AscendC::GetBlockNum(), b = (uint32_t)AscendC::GetBlockIdx();
+    uint32_t chunk = ((n + nb - 1) / nb + 15) / 16 * 16;
+    uint64_t s = (uint64_t)b * chunk;
+    *start = s < n ? (uint32_t)s : n;
+    *end = s + chunk < n ? (uint32_t)(s + chunk) : n;
+}
+
+template <typename T> __aicore__ inline void kope_flush_gm(const AscendC::GlobalTensor<T> &g)
+{
+    AscendC::DataCacheCleanAndInvalid<T, AscendC::CacheLine::ENTIRE_DATA_CACHE,
+                                      AscendC::DcciDst::CACHELINE_OUT>(g);
 }
 
 /*

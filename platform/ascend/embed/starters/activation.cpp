@@ -5,9 +5,10 @@
 //   sigmoid 1/(1+e^-x)   silu x/(1+e^-x)   tanh 1-2/(e^2x+1)
 //   gelu_tanh x/(1+e^(-2u)), u = sqrt(2/pi)(x+0.044715x^3)
 //   gelu_erf 0.5(x+|x|*erf(|x|/sqrt2)), erf by Abramowitz-Stegun 7.1.26 (|err| < 1.5e-7)
-// Row-wise ops (softmax layernorm rmsnorm) take one row per block in turn
-// with scalar GM access and vector math on small UB buffers: correct on any
-// row length and alignment, slow; the place to start optimizing.
+// Row-wise ops (softmax layernorm rmsnorm): blocks split the flat output in
+// whole 64-byte lines, scalar GM access, vector math (Exp, Sqrt) on small UB
+// buffers: correct on any row length and alignment, slow; the place to start
+// optimizing.
 #include "kernel_operator.h"
 #include "kope_ascend.h"
 using namespace AscendC;
@@ -43,9 +44,8 @@ private:
     /* ------------------------------------------------------ pointwise --- */
     __aicore__ inline void Pointwise()
     {
-        uint32_t n = t_.rows * t_.cols, nb = GetBlockNum(), b = GetBlockIdx();
-        uint32_t chunk = ((n + nb - 1) / nb + 7) / 8 * 8;
-        uint32_t start = b * chunk < n ? b * chunk : n, end = start + chunk < n ? start + chunk : n;
+        uint32_t start, end;
+        kope_block_range(t_.rows * t_.cols, &start, &end);
         for (uint32_t pos = start; pos < end;) {
             uint32_t len = end - pos < TILE ? end - pos : TILE;
             uint32_t len8 = (len + 7) / 8 * 8;
@@ -65,6 +65,7 @@ private:
             outZ.FreeTensor(z);
             pos += len;
         }
+        kope_flush_gm(oGm);
     }
     __aicore__ inline void Compute(uint32_t len)
     {
@@ -120,18 +121,39 @@ private:
         PipeBarrier<PIPE_ALL>();
         return a.GetValue(0);
     }
+    /* Blocks split the flat output (rows*cols) in whole cache lines; a
+     * block computes the statistics of every row it touches (over the whole
+     * row) and writes only its own elements. */
     __aicore__ inline void Rowwise()
     {
-        uint32_t C = t_.cols;
-        for (uint32_t r = GetBlockIdx(); r < t_.rows; r += GetBlockNum()) {
+        uint32_t C = t_.cols, start, end;
+        kope_block_range(t_.rows * C, &start, &end);
+        for (uint32_t r = start / (C ? C : 1); start < end && r < t_.rows; r++) {
             uint64_t base = (uint64_t)r * C;
+            if (base >= end)
+                break;
+            uint32_t lo = base < start ? start - (uint32_t)base : 0;
+            uint32_t hi = base + C > end ? end - (uint32_t)base : C;
+            if (lo >= hi)
+                break;
             if (t_.op == KOPE_OP_SOFTMAX)
-                Softmax(base, C);
+                Softmax(base, C, lo, hi);
             else
-                Norm(base, C);
+                Norm(base, C, lo, hi);
         }
+        kope_flush_gm(oGm);
     }
-    __aicore__ inline void Softmax(uint64_t base, uint32_t C)
+    /* exp(x[base+i] - mx) for i in [pos, pos+len) into a (UB), len <= TILE */
+    __aicore__ inline void ExpChunk(LocalTensor<float> &a, uint64_t base, uint32_t pos, uint32_t len, float mx)
+    {
+        uint32_t len8 = (len + 7) / 8 * 8;
+        for (uint32_t i = 0; i < len8; i++)
+            a.SetValue(i, i < len ? xGm.GetValue(base + pos + i) - mx : -100.0f);
+        PipeBarrier<PIPE_ALL>();
+        Exp(a, a, len8);
+        PipeBarrier<PIPE_ALL>();
+    }
+    __aicore__ inline void Softmax(uint64_t base, uint32_t C, uint32_t lo, uint32_t hi)
     {
         float mx = xGm.GetValue(base);
         for (uint32_t i = 1; i < C; i++) {
@@ -141,25 +163,23 @@ private:
         LocalTensor<float> a = tmp1.Get<float>();
         float s = 0.0f, comp = 0.0f;  // Kahan
         for (uint32_t pos = 0; pos < C; pos += TILE) {
-            uint32_t len = C - pos < TILE ? C - pos : TILE, len8 = (len + 7) / 8 * 8;
-            for (uint32_t i = 0; i < len8; i++)
-                a.SetValue(i, i < len ? xGm.GetValue(base + pos + i) - mx : -100.0f);
-            PipeBarrier<PIPE_ALL>();
-            Exp(a, a, len8);
-            PipeBarrier<PIPE_ALL>();
+            uint32_t len = C - pos < TILE ? C - pos : TILE;
+            ExpChunk(a, base, pos, len, mx);
             for (uint32_t i = 0; i < len; i++) {
-                float e = a.GetValue(i);
-                oGm.SetValue(base + pos + i, e);
-                float y = e - comp, u = s + y;
+                float y = a.GetValue(i) - comp, u = s + y;
                 comp = (u - s) - y;
                 s = u;
             }
         }
         float inv = 1.0f / s;
-        for (uint32_t i = 0; i < C; i++)
-            oGm.SetValue(base + i, oGm.GetValue(base + i) * inv);
+        for (uint32_t pos = lo; pos < hi; pos += TILE) {
+            uint32_t len = hi - pos < TILE ? hi - pos : TILE;
+            ExpChunk(a, base, pos, len, mx);
+            for (uint32_t i = 0; i < len; i++)
+                oGm.SetValue(base + pos + i, a.GetValue(i) * inv);
+        }
     }
-    __aicore__ inline void Norm(uint64_t base, uint32_t C)
+    __aicore__ inline void Norm(uint64_t base, uint32_t C, uint32_t lo, uint32_t hi)
     {
         float mean = 0.0f;
         if (t_.op == KOPE_OP_LAYERNORM) {
@@ -179,7 +199,7 @@ private:
             s = u;
         }
         float inv = 1.0f / VecSqrt(s / (float)C + t_.eps);
-        for (uint32_t i = 0; i < C; i++) {
+        for (uint32_t i = lo; i < hi; i++) {
             float v = (xGm.GetValue(base + i) - mean) * inv * gGm.GetValue(i);
             if (t_.op == KOPE_OP_LAYERNORM)
                 v += bGm.GetValue(i);

@@ -1,6 +1,6 @@
 // kope built-in Ascend C starter: elementwise family (add mul axpy scale clamp).
-// Correct first, then reasonably fast: blocks own disjoint multiples of 8
-// floats; each block streams its share through UB in tiles with a
+// Correct first, then reasonably fast: blocks own disjoint multiples of 16
+// floats (whole 64-byte cache lines, for the scalar tail stores); each block streams its share through UB in tiles with a
 // double-buffered CopyIn-Compute-CopyOut queue pipeline; the last n % 8
 // elements are computed in a rounded-up tile and written back by scalar
 // stores (DataCopy moves whole 32-byte blocks).
@@ -16,10 +16,7 @@ public:
     __aicore__ inline void Init(GM_ADDR x, GM_ADDR y, GM_ADDR z, const KopeTiling &t)
     {
         t_ = t;
-        uint32_t n = t.n, nb = GetBlockNum(), b = GetBlockIdx();
-        uint32_t chunk = ((n + nb - 1) / nb + 7) / 8 * 8;
-        start_ = b * chunk < n ? b * chunk : n;
-        end_ = start_ + chunk < n ? start_ + chunk : n;
+        kope_block_range(t.n, &start_, &end_); /* whole 64-byte lines per block */
         hasY_ = y != nullptr && t.op != KOPE_OP_SCALE && t.op != KOPE_OP_CLAMP;
         xGm.SetGlobalBuffer((__gm__ float *)x);
         if (hasY_)
@@ -40,6 +37,7 @@ public:
             CopyOut(pos, len);
             pos += len;
         }
+        kope_flush_gm(zGm); /* the scalar tail stores */
     }
 
 private:

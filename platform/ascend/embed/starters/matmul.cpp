@@ -1,6 +1,7 @@
-// kope built-in Ascend C starter: matmul family (gemm gemm_nt gemv), rows of
-// C spread over blocks, scalar GM accumulation: correct, slow (no Cube unit:
-// the Matmul API or an L1/L0 tiled Cube kernel is the next step).
+// kope built-in Ascend C starter: matmul family (gemm gemm_nt gemv). Blocks
+// split the flat output C (batch*m*n) in whole 64-byte lines; each element is
+// a scalar dot product over GM: correct, slow (no Cube unit: the Matmul API
+// or an L1/L0-tiled Cube kernel is the next step).
 #include "kernel_operator.h"
 #include "kope_ascend.h"
 using namespace AscendC;
@@ -13,18 +14,18 @@ extern "C" __global__ __aicore__ void kope_kernel(GM_ADDR a, GM_ADDR b, GM_ADDR 
     ag.SetGlobalBuffer((__gm__ float *)a);
     bg.SetGlobalBuffer((__gm__ float *)b);
     cg.SetGlobalBuffer((__gm__ float *)c);
-    uint32_t M = t.m, N = t.n, K = t.k;
-    for (uint32_t row = GetBlockIdx(); row < t.batch * M; row += GetBlockNum()) {
-        uint32_t bt = row / M, i = row % M;
-        uint64_t ao = (uint64_t)bt * M * K, bo = (uint64_t)bt * K * N, co = (uint64_t)bt * M * N;
-        for (uint32_t j = 0; j < N; j++) {
-            float s = 0.0f;
-            for (uint32_t p = 0; p < K; p++) {
-                float bv = t.op == KOPE_OP_GEMM_NT ? bg.GetValue(bo + (uint64_t)j * K + p)
-                                                   : bg.GetValue(bo + (uint64_t)p * N + j);
-                s += ag.GetValue(ao + (uint64_t)i * K + p) * bv;
-            }
-            cg.SetValue(co + (uint64_t)i * N + j, s);
+    uint32_t M = t.m, N = t.n, K = t.k, start, end;
+    kope_block_range(t.batch * M * N, &start, &end);
+    for (uint32_t idx = start; idx < end; idx++) {
+        uint32_t bt = idx / (M * N), i = (idx / N) % M, j = idx % N;
+        uint64_t ao = (uint64_t)bt * M * K + (uint64_t)i * K, bo = (uint64_t)bt * K * N;
+        float s = 0.0f;
+        for (uint32_t p = 0; p < K; p++) {
+            float bv = t.op == KOPE_OP_GEMM_NT ? bg.GetValue(bo + (uint64_t)j * K + p)
+                                               : bg.GetValue(bo + (uint64_t)p * N + j);
+            s += ag.GetValue(ao + p) * bv;
         }
+        cg.SetValue(idx, s);
     }
+    kope_flush_gm(cg);
 }

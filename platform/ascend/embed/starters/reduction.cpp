@@ -1,5 +1,5 @@
 // kope built-in Ascend C starter: reduction family (sum max mean l2norm argmax),
-// one result per row, rows spread over blocks, scalar GM reads with Kahan
+// one result per row, rows split over blocks in runs of 16 (one 64-byte line of outputs), scalar GM reads with Kahan
 // summation; sqrt for l2norm through one vector instruction. Correct on any
 // shape, slow: vectorize the row (ReduceSum / ReduceMax over UB tiles) next.
 #include "kernel_operator.h"
@@ -18,7 +18,9 @@ extern "C" __global__ __aicore__ void kope_kernel(GM_ADDR x, GM_ADDR out, GM_ADD
     TPipe pipe;
     TBuf<QuePosition::VECCALC> buf;
     pipe.InitBuffer(buf, 32);
-    for (uint32_t r = GetBlockIdx(); r < t.rows; r += GetBlockNum()) {
+    uint32_t r0, r1;
+    kope_block_range(t.rows, &r0, &r1); /* outputs in whole 64-byte lines per block */
+    for (uint32_t r = r0; r < r1; r++) {
         uint64_t base = (uint64_t)r * t.cols;
         if (t.op == KOPE_OP_MAX || t.op == KOPE_OP_ARGMAX) {
             float mx = xg.GetValue(base);
@@ -51,4 +53,5 @@ extern "C" __global__ __aicore__ void kope_kernel(GM_ADDR x, GM_ADDR out, GM_ADD
         }
         og.SetValue(r, s);
     }
+    kope_flush_gm(og);
 }

@@ -157,6 +157,11 @@ template <typename T> inline void Duplicate(const LocalTensor<T> &d, T v, int32_
 { T *o = d.GetPhyAddr(); for (int32_t i = 0; i < n; i++) o[i] = v; }
 
 template <int PIPE> inline void PipeBarrier() {}
+
+/* the fake has no data cache: scalar GM stores are immediate */
+enum class CacheLine { SINGLE_CACHE_LINE, ENTIRE_DATA_CACHE };
+enum class DcciDst { CACHELINE_ALL, CACHELINE_UB, CACHELINE_OUT, CACHELINE_ATOMIC };
+template <typename T, CacheLine L, DcciDst D> inline void DataCacheCleanAndInvalid(const GlobalTensor<T> &) {}
 enum { PIPE_ALL = 0, PIPE_V = 1, PIPE_MTE2 = 2, PIPE_MTE3 = 3 };
 
 } /* namespace AscendC */
