@@ -104,6 +104,7 @@ static int fleet_usage(FILE *f)
     fprintf(f,
             "usage: kope fleet init [--dir DIR] [--name NAME] [--days N]\n"
             "       kope fleet enroll NAME [--ca DIR] [--days N]\n"
+            "       kope fleet enroll --cert DEVICE.crt\n"
             "       kope fleet trust CERT.pem\n"
             "\n"
             "A fleet is the set of devices whose records this one accepts: those\n"
@@ -112,7 +113,8 @@ static int fleet_usage(FILE *f)
             "          this device trusts it (DB.ca.pem)\n"
             "  enroll  issue this device (key DB.key from `kope init`) a certificate named\n"
             "          NAME from the CA in DIR: writes DB.crt, trusts the CA, and signs a\n"
-            "          checkpoint carrying the certificate so peers can verify its records\n"
+            "          checkpoint carrying the certificate so peers can verify its records;\n"
+            "          --cert: install a certificate issued elsewhere for this device's key\n"
             "  trust   trust another fleet CA certificate (appended to DB.ca.pem)\n"
             "Equivalent openssl commands for an existing CA: docs/SYNC.md.\n");
     return f == stdout ? CLI_OK : CLI_USAGE;
@@ -167,12 +169,14 @@ out:
 
 static int fleet_enroll(struct cli *c, int argc, char **argv)
 {
-    const char *dir = "fleet", *name = NULL;
+    const char *dir = "fleet", *name = NULL, *cert_file = NULL;
     int days = 825;
     char kp[4096], cp[4096], tp[4096], crt[4096], err[320], hex[2 * NET_CERT_DER_MAX + 1];
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], "--ca") == 0 && i + 1 < argc)
             dir = argv[++i];
+        else if (strcmp(argv[i], "--cert") == 0 && i + 1 < argc)
+            cert_file = argv[++i];
         else if (strcmp(argv[i], "--days") == 0 && i + 1 < argc)
             days = atoi(argv[++i]);
         else if (!name && argv[i][0] != '-')
@@ -180,29 +184,43 @@ static int fleet_enroll(struct cli *c, int argc, char **argv)
         else
             return fleet_usage(stderr);
     }
-    if (!name || days <= 0)
+    if ((!name && !cert_file) || days <= 0)
         return fleet_usage(stderr);
     struct graph g;
     if (cli_graph_open(c, &g, 1))
         return CLI_FAIL;
     int code = CLI_FAIL, rc;
-    char *cakey = NULL, *cacert = NULL, *pem = NULL;
-    uint8_t pub[NET_PUBKEY_MAX], der[NET_CERT_DER_MAX];
-    size_t pub_len = 0, der_len = 0;
-    snprintf(kp, sizeof kp, "%s/ca.key", dir);
-    snprintf(cp, sizeof cp, "%s/ca.crt", dir);
-    if (!(cakey = read_text(kp, "the fleet CA key")) || !(cacert = read_text(cp, "the fleet CA certificate")))
-        goto out;
+    char *cakey = NULL, *cacert = NULL, *pem = NULL, cn[128];
+    uint8_t pub[NET_PUBKEY_MAX], der[NET_CERT_DER_MAX], cpub[NET_PUBKEY_MAX];
+    size_t pub_len = 0, der_len = 0, cpub_len = 0;
     if ((rc = net_key_public_der(g.key, pub, sizeof pub, &pub_len)))
         goto out;
-    if ((rc = net_fleet_cert_issue(cakey, cacert, pub, pub_len, name, days, NULL, NULL, &pem, err, sizeof err))) {
-        fprintf(stderr, "kope fleet enroll: %s\n", err);
-        goto out;
+    if (cert_file) {
+        /* a certificate issued elsewhere (openssl, docs/SYNC.md): it must be
+         * for this device's key; its CA is trusted with `kope fleet trust` */
+        if (!(pem = read_text(cert_file, "the device certificate")))
+            goto out;
+        if (net_cert_pem_parse(pem, der, &der_len, cpub, &cpub_len, cn, sizeof cn) || cpub_len != pub_len ||
+            memcmp(cpub, pub, pub_len) != 0) {
+            fprintf(stderr, "kope fleet enroll: %s is not a certificate for this device's key\n", cert_file);
+            goto out;
+        }
+        name = cn;
+    } else {
+        snprintf(kp, sizeof kp, "%s/ca.key", dir);
+        snprintf(cp, sizeof cp, "%s/ca.crt", dir);
+        if (!(cakey = read_text(kp, "the fleet CA key")) || !(cacert = read_text(cp, "the fleet CA certificate")))
+            goto out;
+        if ((rc = net_fleet_cert_issue(cakey, cacert, pub, pub_len, name, days, NULL, NULL, &pem, err, sizeof err))) {
+            fprintf(stderr, "kope fleet enroll: %s\n", err);
+            goto out;
+        }
+        if (net_cert_pem_parse(pem, der, &der_len, NULL, NULL, NULL, 0))
+            goto out;
     }
-    if (net_cert_pem_parse(pem, der, &der_len, NULL, NULL, NULL, 0))
-        goto out;
     const char *crt_path = fleet_path(c, "fleet.cert", ".crt", crt, sizeof crt);
-    if (write_text(crt_path, pem, 0644, 0) || trust_add(fleet_path(c, "fleet.ca", ".ca.pem", tp, sizeof tp), cacert))
+    if ((cert_file ? strcmp(crt_path, cert_file) != 0 && write_text(crt_path, pem, 0644, 0) : write_text(crt_path, pem, 0644, 0)) ||
+        (cacert && trust_add(fleet_path(c, "fleet.ca", ".ca.pem", tp, sizeof tp), cacert)))
         goto out;
     util_hex(der, der_len, hex);
     if ((rc = graph_cert_set(&g, hex))) {
@@ -436,6 +454,16 @@ static int sync_one(struct cli *c, struct fleet_ctx *f, const char *peer)
     if (rc)
         fprintf(stderr, "kope sync: %s: %s [%s]%s\n", peer, st.error[0] ? st.error : kope_strerror(rc),
                 kope_strerror(rc), net_err_retryable(rc) ? " (retry: committed runs are kept)" : "");
+    if (!rc && st.peer_rejected) {
+        fprintf(stderr, "kope sync: %s refused %lld of our records: %s\n", peer, (long long)st.peer_rejected,
+                st.peer_error[0] ? st.peer_error : "(no reason given)");
+        if (strstr(st.peer_error, "not enrolled"))
+            fprintf(stderr, "kope sync: enroll this device (`kope fleet enroll NAME`, or --cert FILE) so its "
+                            "checkpoints carry its certificate\n");
+        net_peer_close(p);
+        graph_free(&g);
+        return CLI_FAIL;
+    }
     if (rc)
         net_peer_abort(p);
     else

@@ -283,6 +283,13 @@ static int recv_done(struct sess *s)
     small_int(cJSON_GetObjectItemCaseSensitive(j, "rejected"), 0, INT64_MAX / 2, &r);
     s->st->peer_accepted = a;
     s->st->peer_rejected = r;
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "error");
+    if (cJSON_IsString(e))
+        for (size_t i = 0; e->valuestring[i] && i + 1 < sizeof s->st->peer_error; i++) {
+            unsigned char ch = (unsigned char)e->valuestring[i]; /* a log line: printable ASCII only */
+            s->st->peer_error[i] = ch >= 0x20 && ch < 0x7f ? (char)ch : '?';
+            s->st->peer_error[i + 1] = '\0';
+        }
 out:
     cJSON_Delete(j);
     return rc;

@@ -57,6 +57,7 @@ struct sync_stats {
     int proto;                /* negotiated protocol version */
     char peer[64];            /* the peer certificate's CN */
     char error[320];          /* first failure, for the log line */
+    char peer_error[200];     /* why the peer refused some of ours (its DONE), or "" */
 };
 
 /* Run one session on an established connection. is_client: 1 for the side

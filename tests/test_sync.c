@@ -1393,6 +1393,11 @@ static void test_cli_two_processes(void **s)
     assert_non_null(strstr(out, "not enrolled"));
     assert_int_equal(run_cmd(out, sizeof out, "cd %s && cp b.db.ca.pem d.db.ca.pem && %s --db d.db graph import a.jsonl", dir, k), 0);
     assert_non_null(strstr(out, "imported 6 new"));
+    /* enroll --cert: a certificate issued elsewhere must be for this key */
+    assert_int_equal(run_cmd(out, sizeof out, "cd %s && %s --db c.db fleet enroll --cert b.db.crt", dir, k), 1);
+    assert_non_null(strstr(out, "not a certificate for this device's key"));
+    assert_int_equal(run_cmd(out, sizeof out, "cd %s && cp b.db.crt b-ext.crt && %s --db b.db fleet enroll --cert b-ext.crt", dir, k), 0);
+    assert_non_null(strstr(out, "enrolled 'k3a'"));
     /* no peers, a bad peer, a refused one: usage and failure exit codes */
     assert_int_equal(run_cmd(out, sizeof out, "cd %s && %s --db b.db sync", dir, k), 2);
     assert_int_equal(run_cmd(out, sizeof out, "cd %s && %s --db b.db sync nonsense", dir, k), 2);
