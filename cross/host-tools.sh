@@ -12,7 +12,7 @@ PKGS="make gcc libc6-dev file xz-utils bzip2 tcl dpkg-dev ca-certificates
       clang-19 lld-19 llvm-19 libclang-rt-19-dev
       gcc-12-riscv64-linux-gnu libc6-dev-riscv64-cross binutils-riscv64-linux-gnu
       gcc-12-aarch64-linux-gnu libc6-dev-arm64-cross binutils-aarch64-linux-gnu
-      qemu-user qemu-user-binfmt bc"
+      qemu-user bc"
 
 missing=""
 for p in $PKGS; do

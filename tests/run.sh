@@ -16,20 +16,6 @@ if [ -n "${RUNNER:-}" ] && [ -n "${KOPE_BIN:-}" ]; then
   chmod +x "$wrap_dir/kope"
   export KOPE_BIN_TARGET=$KOPE_BIN KOPE_BIN=$wrap_dir/kope
   trap 'rm -rf "$wrap_dir"' EXIT
-  if [ "${KOPE_ARCH:-}" = riscv64 ]; then
-    # Emulate a K3 as the native code path sees it: a "native" cc that builds
-    # RVV (clang-19 on the host, as a board's clang would), and riscv64
-    # programs that simply run (binfmt_misc + qemu with the K3's vector unit;
-    # see cross/binfmt.sh). kope under test then takes the board's path.
-    for c in cc clang; do
-      printf '#!/bin/sh\nexec clang-19 --target=riscv64-linux-gnu -march=rv64gcv_zba_zbb_zbs -mabi=lp64d -fuse-ld=lld -Wno-unused-command-line-argument "$@"\n' > "$wrap_dir/$c"
-      chmod +x "$wrap_dir/$c"
-    done
-    export PATH="$wrap_dir:$PATH"
-    export QEMU_CPU="rv64,v=true,vlen=256,elen=64,vext_spec=v1.0,zba=true,zbb=true,zbs=true"
-    export QEMU_LD_PREFIX=/usr/riscv64-linux-gnu
-    bash "$(dirname "$0")/../cross/binfmt.sh" || echo "note: riscv64 programs cannot be run directly here (binfmt_misc): tests that need it will fail or skip"
-  fi
 fi
 for t in "$@"; do
   name=$(basename "$t")
