@@ -164,6 +164,30 @@ static char *detach(struct buf *b)
 
 /* ------------------------------------------------------------ hot tier */
 
+static int is_ascend(const struct ctx_request *rq)
+{
+    return strcmp(rq->target, "ascend") == 0;
+}
+
+/* The entry point of platform/ascend/embed/kope_ascend.h, per family. */
+static const char *ascend_signature(enum plat_family f)
+{
+    switch (f) {
+    case PLAT_FAM_ELEMENTWISE:
+        return "extern \"C\" __global__ __aicore__ void kope_kernel(GM_ADDR x, GM_ADDR y, "
+               "GM_ADDR out, GM_ADDR tiling)";
+    case PLAT_FAM_ACTIVATION:
+        return "extern \"C\" __global__ __aicore__ void kope_kernel(GM_ADDR x, GM_ADDR gamma, "
+               "GM_ADDR beta, GM_ADDR out, GM_ADDR tiling)";
+    case PLAT_FAM_REDUCTION:
+        return "extern \"C\" __global__ __aicore__ void kope_kernel(GM_ADDR x, GM_ADDR out, "
+               "GM_ADDR tiling)";
+    default:
+        return "extern \"C\" __global__ __aicore__ void kope_kernel(GM_ADDR a, GM_ADDR b, "
+               "GM_ADDR c, GM_ADDR tiling)";
+    }
+}
+
 static const char *family_signature(enum plat_family f)
 {
     switch (f) {
@@ -185,6 +209,23 @@ static char *system_text(const struct ctx_request *rq)
 {
     struct buf b;
     buf_init(&b, 64 * 1024);
+    if (is_ascend(rq)) {
+        buf_printf(&b,
+                   "You optimize one compute kernel for the ascend target (an Ascend NPU, CANN "
+                   "kernel-launch flow). Write one complete Ascend C file that includes only "
+                   "\"kernel_operator.h\", \"kope_ascend.h\" and Ascend C library headers under "
+                   "\"lib/\", and defines kope_kernel with the family's entry point; read the "
+                   "launch's KopeTiling with kope_tiling_load and split the work over "
+                   "GetBlockNum() blocks. Data is f32, row-major, in GM; write only the output, "
+                   "keep no state between launches; any length must work (DataCopy moves "
+                   "32-byte blocks: mind the tails). Correct first, then fast: a candidate is "
+                   "verified against a double-precision reference and measured against "
+                   "same-run baselines.\n"
+                   "Experience lines marked FROM ANOTHER TARGET come from a different machine: "
+                   "trust their correctness lessons, not their speeds.\n\n%s",
+                   LLM_REPLY_FORMAT);
+        return detach(&b);
+    }
     buf_printf(&b,
                "You optimize one compute kernel for the %s target. Write a complete C file "
                "using RVV 1.0 intrinsics (<riscv_vector.h>, __riscv_ names) that defines "
@@ -226,7 +267,7 @@ static char *task_text(const struct ctx_request *rq)
                t->name, plat_op_name(t->op), plat_family_name(t->family), shape, rq->dtype,
                rq->target);
     buf_printf(&b, "Tolerance: |got-ref| <= %g + %g*|ref|.\nSignature: %s\n", t->atol, t->rtol,
-               family_signature(t->family));
+               is_ascend(rq) ? ascend_signature(t->family) : family_signature(t->family));
     if (t->family == PLAT_FAM_ACTIVATION && !plat_op_is_rowwise(t->op))
         buf_adds(&b, "Pointwise: the kernel sees rows*cols independent values (n of the task).\n");
     buf_printf(&b, "Roofline: %s-bound (%.2f flop/byte vs ridge %.2f%s).\n",
@@ -376,8 +417,11 @@ static int cold_cands(struct build *b, const struct ctx_request *rq, const char 
         const struct embed_file *ef = embed_find(files[f]);
         if (!ef)
             continue;
-        int is_ascend = strstr(files[f], "ascend") != NULL;
-        if (is_ascend && !want_ascend && strcmp(rq->target, "ascend") != 0)
+        int ascend_file = strstr(files[f], "ascend") != NULL;
+        int rvv_file = strstr(files[f], "rvv") != NULL || strstr(files[f], "x100") != NULL;
+        if (ascend_file && !want_ascend && !is_ascend(rq))
+            continue;
+        if (rvv_file && is_ascend(rq)) /* RISC-V notes are noise for an NPU kernel */
             continue;
         const char *p = ef->data, *end = ef->data + ef->len;
         int sec = 0;
@@ -428,7 +472,17 @@ static int cold_cands(struct build *b, const struct ctx_request *rq, const char 
     buf_init(&t, 4096);
     const struct plat_probe *pr = rq->probe;
     buf_adds(&t, "### This machine\n");
-    if (pr && !pr->emulated && pr->peak_gflops_core > 0) {
+    if (is_ascend(rq)) {
+        if (pr && (pr->soc[0] || pr->n_cores))
+            buf_printf(&t, "%s %s: %d AI cores, %d vector cores, UB %llu KiB per core%s.\n",
+                       pr->emulated ? "Emulated toolkit (times are not NPU speed):" : "Probed:",
+                       pr->soc[0] ? pr->soc : "Ascend", pr->n_cores, pr->vector_cores,
+                       (unsigned long long)(pr->ub_bytes >> 10),
+                       pr->hbm_bytes ? ", device memory known" : "");
+        else
+            buf_adds(&t, "No probe given: read the SoC's core counts and UB size from the "
+                         "tiling; speed is the ratio against same-run baselines.\n");
+    } else if (pr && !pr->emulated && pr->peak_gflops_core > 0) {
         buf_printf(&t, "Probed: ISA %s, VLEN %d, %d cores, L1d %llu KiB, L2 %llu KiB; "
                        "FP32 FMA peak %.1f GFLOP/s per core, triad %.1f GB/s; ridge %.2f flop/byte.\n",
                    pr->isa, pr->vlen_bits, pr->n_cores, (unsigned long long)(pr->l1d_bytes >> 10),
@@ -480,7 +534,12 @@ static int probe_cb(void *vctx, const struct store_rec *r)
     pr->peak_gflops_core = NUM("fma_mflops_core") / 1000.0;
     pr->peak_gflops_all = NUM("fma_mflops_all") / 1000.0;
     pr->triad_gbs = NUM("triad_mbs") / 1000.0;
+    pr->vector_cores = (int)NUM("vector_cores");
+    pr->ub_bytes = (uint64_t)NUM("ub_bytes");
+    pr->hbm_bytes = (uint64_t)NUM("hbm_bytes");
 #undef NUM
+    if (cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(b, "soc")))
+        snprintf(pr->soc, sizeof pr->soc, "%s", v->valuestring);
     util_hex(r->id, 32, c->id_hex);
     cJSON_Delete(j);
     return 0;

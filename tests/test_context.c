@@ -656,6 +656,33 @@ static void test_odd_bodies(void **s)
     fx_close(&f);
 }
 
+/* An Ascend prompt: Ascend C contract and entry point, Ascend notes instead
+ * of RISC-V ones, and the K3 lessons labelled as from another target. */
+static void test_ascend_prompt(void **s)
+{
+    (void)s;
+    struct fx f;
+    build_graph(&f, "ascendp");
+    struct plat_task t = silu_task(4096);
+    struct ctx_request rq;
+    ctx_request_init(&rq);
+    rq.task = &t;
+    rq.task_id = T_SILU_ASC;
+    rq.target = "ascend";
+    struct ctx_prompt p;
+    ctx_prompt_init(&p);
+    assert_int_equal(context_build(&f.g, &rq, &p), 0);
+    assert_non_null(strstr(p.system, "Ascend C"));
+    assert_null(strstr(p.system, "riscv_vector"));
+    assert_non_null(strstr(p.user, "__aicore__ void kope_kernel(GM_ADDR x, GM_ADDR gamma"));
+    assert_null(find_item(&p, "knowledge/rvv-intrinsics.md"));
+    assert_null(find_item(&p, "knowledge/x100-k3.md"));
+    assert_non_null(find_item(&p, "knowledge/ascendc.md"));
+    assert_non_null(strstr(p.user, "FROM ANOTHER TARGET: k3"));
+    ctx_prompt_free(&p);
+    fx_close(&f);
+}
+
 static int exp_cb(void *ctx, const struct store_exp_key *k)
 {
     int *n = ctx;
@@ -739,6 +766,7 @@ int main(void)
         cmocka_unit_test(test_migration_backfills_keys),
         cmocka_unit_test(test_probe_record_used),
         cmocka_unit_test(test_odd_bodies),
+        cmocka_unit_test(test_ascend_prompt),
         cmocka_unit_test(test_cli_context),
     };
     return cmocka_run_group_tests_name("context", tests, NULL, NULL);
