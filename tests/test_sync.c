@@ -1006,6 +1006,44 @@ static void test_lying_vector(void **s)
     world_close(&w);
 }
 
+/* Versions: a later kope that still speaks 1 is answered in 1; one that
+ * no longer does, or a hello of another protocol, is refused. */
+static void test_protocol_versions(void **s)
+{
+    (void)s;
+    struct world w;
+    struct raw r;
+    world_open(&w, "versions", 3000);
+    raw_open(&r, &w.a, &w.srv);
+    raw_send(&r, NET_SYNC_HELLO, "{\"min\":1,\"proto\":\"kope-sync\",\"v\":7,\"future\":[1,2]}");
+    assert_int_equal(raw_read(&r), 0);
+    assert_int_equal(r.type, NET_SYNC_HELLO);
+    raw_send(&r, NET_SYNC_VECTOR, "{}");
+    assert_int_equal(raw_read(&r), 0);
+    assert_int_equal(r.type, NET_SYNC_VECTOR);
+    cJSON *done = raw_push(&r, NULL, 0);
+    assert_non_null(done);
+    cJSON_Delete(done);
+    raw_close(&r, 1);
+    srv_wait(&w.srv, 1);
+    assert_int_equal(w.srv.last.proto, 1);
+    static const char *bad[] = {"{\"min\":3,\"proto\":\"kope-sync\",\"v\":5}",
+                                "{\"min\":1,\"proto\":\"http\",\"v\":1}",
+                                "{\"min\":2,\"proto\":\"kope-sync\",\"v\":1}"};
+    const int want[] = {NET_ERR_PROTO_VERSION, NET_ERR_PEER, NET_ERR_PEER};
+    for (int i = 0; i < 3; i++) {
+        raw_open(&r, &w.a, &w.srv);
+        raw_send(&r, NET_SYNC_HELLO, bad[i]);
+        assert_int_equal(raw_read(&r), 0);
+        assert_int_equal(r.type, NET_SYNC_ERROR);
+        raw_close(&r, 1);
+        srv_wait(&w.srv, 2 + i);
+        assert_int_equal(w.srv.last_rc, want[i]);
+    }
+    assert_true(srv_log_has(&w.srv, "no protocol version in common"));
+    world_close(&w);
+}
+
 /* ------------------------------------------------------------ lying frames */
 
 static void test_oversized_frame(void **s)
@@ -1421,6 +1459,7 @@ int main(void)
         cmocka_unit_test(test_untrusted_origins),
         cmocka_unit_test(test_replay),
         cmocka_unit_test(test_lying_vector),
+        cmocka_unit_test(test_protocol_versions),
         cmocka_unit_test(test_oversized_frame),
         cmocka_unit_test(test_malformed_frames),
         cmocka_unit_test(test_idle_timeout),
