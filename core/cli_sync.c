@@ -335,13 +335,11 @@ static int split_hostport(const char *s, char *host, size_t hcap, char *port, si
     return strspn(port, "0123456789") == strlen(port) ? 0 : -1;
 }
 
-static volatile sig_atomic_t serve_stop_sig;
 static volatile int serve_stop;
 
 static void on_signal(int sig)
 {
     (void)sig;
-    serve_stop_sig = 1;
     serve_stop = 1;
 }
 
