@@ -928,6 +928,29 @@ static void test_untrusted_origins(void **s)
     world_close(&w);
 }
 
+/* A run held uncommitted (no trusted checkpoint yet) is capped. */
+static void test_pending_cap(void **s)
+{
+    (void)s;
+    struct world w;
+    struct dev bare;
+    int n;
+    world_open(&w, "pending", 3000);
+    w.srv.s.opts.max_pending = 20; /* read per session */
+    dev_make(&bare, "pending_bare", "k3", NULL);
+    dev_work(&bare, "gemm", 30, 0);
+    char **l = shard_lines(&bare, NULL, &n);
+    cJSON *done = push_lines(&w, l, n);
+    assert_non_null(done);
+    assert_non_null(strstr(cJSON_GetObjectItem(done, "error")->valuestring, "more than 20 records without a trusted checkpoint"));
+    assert_int_equal(jnum(done, "accepted"), 0);
+    assert_int_equal(origin_seq(&w.s, &bare), 0);
+    cJSON_Delete(done);
+    lines_free(l, n);
+    dev_free(&bare);
+    world_close(&w);
+}
+
 /* Replaying an old batch stores nothing new and changes nothing. */
 static void test_replay(void **s)
 {
@@ -1457,6 +1480,7 @@ int main(void)
         cmocka_unit_test(test_chain_reorder),
         cmocka_unit_test(test_chain_fork),
         cmocka_unit_test(test_untrusted_origins),
+        cmocka_unit_test(test_pending_cap),
         cmocka_unit_test(test_replay),
         cmocka_unit_test(test_lying_vector),
         cmocka_unit_test(test_protocol_versions),
