@@ -20,6 +20,7 @@
 #include "core/agent_int.h"
 #include "core/err.h"
 #include "core/graph.h"
+#include "core/tokens.h"
 #include "core/util.h"
 #include "net/llm.h"
 #include "store/queue.h"
@@ -50,6 +51,8 @@ int agent_queue_send(struct run *r, const struct store_queue_row *row)
     }
     struct llm_message msgs[2] = {{"system", sys->valuestring}, {"user", usr->valuestring}};
     long est_in = cJSON_IsNumber(est) ? (long)est->valuedouble : 0;
+    /* our raw estimate of this prompt (= ctx_prompt.n_tokens_raw), for calibration */
+    size_t n_raw = tokens_estimate_str(sys->valuestring) + tokens_estimate_str(usr->valuestring);
     rc = llm_chat(r->llm, msgs, 2, &rep);
     cJSON_Delete(j);
     if (rc) {
@@ -72,6 +75,11 @@ int agent_queue_send(struct run *r, const struct store_queue_row *row)
     r->backoff_ms = AGENT_BACKOFF_MS;
     r->link_retry_ms = 0;
     r->calls++;
+    /* the endpoint's own count calibrates our estimate for it (core/tokens.h);
+     * a failure to store the factor costs accuracy only, so the call goes on */
+    if (rep.n_tokens_in > 0 && r->o->llm && r->o->llm->base_url &&
+        tokens_calibrate(r->g->st, r->o->llm->base_url, n_raw, rep.n_tokens_in))
+        agent_say(r, "  llm: could not store the token calibration: %s\n", store_errmsg(r->g->st));
     /* keep what the reply means, not the transport: content and usage */
     cJSON *kept = cJSON_CreateObject();
     if (!kept) {

@@ -37,8 +37,10 @@ size_t tokens_calibrated(struct store *st, const char *endpoint, size_t n_raw);
 /* Fold one observation (our raw estimate of a prompt, the endpoint's
  * usage.prompt_tokens) into the stored factor: an exponential moving
  * average (weight 1/4 for the new sample, the first sample taken as is),
- * clamped to [0.25, 4]. reported <= 0 or n_raw == 0 is ignored (returns 0).
- * Returns 0 or a STORE_ERR_* code. */
+ * clamped to [0.5, 2] (a server reporting nonsense cannot skew it
+ * further). reported <= 0 or n_raw == 0 is ignored (returns 0). The agent
+ * calls it after every answered call (core/queue.c). Returns 0 or a
+ * STORE_ERR_* code. */
 int tokens_calibrate(struct store *st, const char *endpoint, size_t n_raw, long reported);
 
 #endif /* KOPE_TOKENS_H */
