@@ -10,6 +10,9 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -1180,6 +1183,16 @@ static void test_idle_timeout(void **s)
     assert_int_equal(w.srv.last_rc, NET_ERR_TIMEOUT);
     assert_true(secs < 2.0);
     assert_true(srv_log_has(&w.srv, "idle"));
+    /* silent before the TLS handshake: plain TCP, not a byte */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(w.srv.port))};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    t0 = util_now_ns();
+    srv_wait(&w.srv, 2);
+    assert_true((double)(util_now_ns() - t0) / 1e9 < 2.0);
+    assert_true(w.srv.last_rc != 0);
+    close(fd);
     /* silent mid-delta */
     int n;
     char **l = shard_lines(&w.a, NULL, &n);
@@ -1188,7 +1201,7 @@ static void test_idle_timeout(void **s)
     for (int i = 0; i < n / 2; i++)
         raw_send(&r, NET_SYNC_LINE, l[i]);
     assert_int_equal(net_peer_flush(r.p), 0);
-    srv_wait(&w.srv, 2);
+    srv_wait(&w.srv, 3);
     raw_close(&r, 1);
     assert_int_equal(w.srv.last_rc, NET_ERR_TIMEOUT);
     int64_t got = origin_seq(&w.s, &w.a);
