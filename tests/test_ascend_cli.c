@@ -49,14 +49,16 @@ static void test_probe_no_cann(void **state)
 {
     (void)state;
     NEED_BIN();
-    if (access("/usr/local/Ascend/ascend-toolkit/latest", F_OK) == 0)
+    if (access("/usr/local/Ascend/ascend-toolkit/latest", F_OK) == 0 ||
+        access("/usr/local/Ascend/cann", F_OK) == 0)
         skip(); /* a real toolkit here: not the host this test describes */
     char out[8192];
     int rc = run_cmd(out, sizeof out, "%s %s probe --platform ascend --no-store", env(0, 0), kope_bin());
     assert_int_equal(rc, 1);
     assert_non_null(strstr(out, "no usable CANN toolkit"));
     assert_non_null(strstr(out, "ASCEND_HOME_PATH and ASCEND_TOOLKIT_HOME are unset"));
-    assert_non_null(strstr(out, "/usr/local/Ascend/ascend-toolkit/latest"));
+    assert_non_null(strstr(out, "set_env.sh"));
+    assert_non_null(strstr(out, "/usr/local/Ascend/{ascend-toolkit/latest,cann,cann-*}"));
     assert_non_null(strstr(out, "npu-smi not found"));
     assert_non_null(strstr(out, "never on real Ascend hardware"));
     /* a wrong explicit location is named as such */

@@ -3,9 +3,11 @@
  *
  * Order, first hit wins: the setting (config platform.ascend.home), then
  * $ASCEND_HOME_PATH and $ASCEND_TOOLKIT_HOME (what CANN's set_env.sh
- * exports), then the documented default install paths
- * (/usr/local/Ascend/ascend-toolkit/latest for root installs,
- * $HOME/Ascend/ascend-toolkit/latest for user installs). Inside the toolkit:
+ * exports), then the documented default install paths:
+ * /usr/local/Ascend/ascend-toolkit/latest (up to CANN 8.3), then
+ * /usr/local/Ascend/cann and the newest /usr/local/Ascend/cann-<version>
+ * (CANN 8.5 on), then the same under $HOME/Ascend for user installs.
+ * Inside the toolkit:
  *   compiler/tikcpp/ascendc_kernel_cmake/ascendc.cmake  (older: tools/tikcpp/...)
  *   compiler/ccec_compiler/bin/bisheng                  the Ascend C compiler
  *   tools/profiler/bin/msprof (or bin/msprof)           `msprof op`
@@ -273,11 +275,27 @@ int asc_soc_ini_parse(const char *text, struct asc_toolkit *tk)
 
 /* ------------------------------------------------------------ toolkit --- */
 
+/* The newest /usr/local/Ascend/cann-<version> (CANN 8.5+ layout), into out. */
+static int newest_versioned(const char *parent, char *out, size_t out_len)
+{
+    struct dirent **list = NULL;
+    int n = scandir(parent, &list, NULL, alphasort), found = 0;
+    for (int i = n - 1; i >= 0; i--) {
+        if (!found && strncmp(list[i]->d_name, "cann-", 5) == 0) {
+            snprintf(out, out_len, "%.300s/%.100s", parent, list[i]->d_name);
+            found = is_dir(out);
+        }
+        free(list[i]);
+    }
+    free(list);
+    return found;
+}
+
 static int home_pick(struct asc_toolkit *tk, const char *home_setting)
 {
-    struct home_cand { const char *path, *from; } cand[6];
-    int n = 0;
-    char user_home[ASC_PATH_MAX];
+    struct home_cand { const char *path, *from; } cand[8];
+    int n = 0, n_explicit;
+    char user_home[ASC_PATH_MAX], user_cann[ASC_PATH_MAX], versioned[ASC_PATH_MAX];
     if (home_setting && *home_setting)
         cand[n++] = (struct home_cand){home_setting, "setting platform.ascend.home"};
     const char *e1 = getenv("ASCEND_HOME_PATH"), *e2 = getenv("ASCEND_TOOLKIT_HOME");
@@ -285,10 +303,18 @@ static int home_pick(struct asc_toolkit *tk, const char *home_setting)
         cand[n++] = (struct home_cand){e1, "ASCEND_HOME_PATH"};
     if (e2 && *e2)
         cand[n++] = (struct home_cand){e2, "ASCEND_TOOLKIT_HOME"};
+    n_explicit = n;
+    /* documented install locations: ascend-toolkit/latest (up to CANN 8.3),
+     * cann and cann-<version> (8.5 on); root installs, then user installs */
     cand[n++] = (struct home_cand){"/usr/local/Ascend/ascend-toolkit/latest", "default path"};
+    cand[n++] = (struct home_cand){"/usr/local/Ascend/cann", "default path"};
+    if (newest_versioned("/usr/local/Ascend", versioned, sizeof versioned))
+        cand[n++] = (struct home_cand){versioned, "default path"};
     const char *h = getenv("HOME");
     snprintf(user_home, sizeof user_home, "%.400s/Ascend/ascend-toolkit/latest", h && *h ? h : "/root");
+    snprintf(user_cann, sizeof user_cann, "%.400s/Ascend/cann", h && *h ? h : "/root");
     cand[n++] = (struct home_cand){user_home, "default user path"};
+    cand[n++] = (struct home_cand){user_cann, "default user path"};
     for (int i = 0; i < n; i++) {
         if (is_dir(cand[i].path)) {
             char *abs = realpath(cand[i].path, NULL);
@@ -297,15 +323,19 @@ static int home_pick(struct asc_toolkit *tk, const char *home_setting)
             snprintf(tk->home_from, sizeof tk->home_from, "%s", cand[i].from);
             return 1;
         }
-        if (i < n - 2) { /* an explicit location that is wrong: say so */
+        if (i < n_explicit) { /* an explicit location that is wrong: say so */
             char m[ASC_PATH_MAX + 64];
             snprintf(m, sizeof m, "%s=%.400s is not a directory", cand[i].from, cand[i].path);
             missing_add(tk, "%s", m);
         }
     }
-    missing_add(tk, "ASCEND_HOME_PATH and ASCEND_TOOLKIT_HOME are unset (source "
-                    "<cann>/set_env.sh) and neither /usr/local/Ascend/ascend-toolkit/latest nor "
-                    "$HOME/Ascend/ascend-toolkit/latest exists%s", "");
+    missing_add(tk, n_explicit ? "no CANN toolkit at the default paths either "
+                                 "(/usr/local/Ascend/{ascend-toolkit/latest,cann,cann-*}, "
+                                 "$HOME/Ascend/{ascend-toolkit/latest,cann})%s"
+                               : "ASCEND_HOME_PATH and ASCEND_TOOLKIT_HOME are unset (source "
+                                 "<cann>/set_env.sh) and no CANN toolkit is at the default paths "
+                                 "(/usr/local/Ascend/{ascend-toolkit/latest,cann,cann-*}, "
+                                 "$HOME/Ascend/{ascend-toolkit/latest,cann})%s", "");
     return 0;
 }
 
