@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "core/cli.h"
 #include "core/config.h"
@@ -160,5 +161,14 @@ int main(int argc, char **argv)
     int rc = cmd->fn(&c, argc - i, argv + i);
     store_close(c.st);
     kope_config_free(c.cfg);
+    if (getenv("KOPE_RUSAGE")) {
+        /* For footprint measurements (bench/footprint.sh): this process's
+         * own peak, apart from its compiler and kernel children's. */
+        struct rusage self, kids;
+        getrusage(RUSAGE_SELF, &self);
+        getrusage(RUSAGE_CHILDREN, &kids);
+        fprintf(stderr, "kope: rusage self_maxrss_kib %ld children_maxrss_kib %ld\n",
+                self.ru_maxrss, kids.ru_maxrss);
+    }
     return rc;
 }
