@@ -22,17 +22,9 @@ mkdir -p "$P"
 if [ ! -s "$H" ]; then
   echo "  FETCH   qemu-plugin.h (bookworm qemu source package)"
   A=$W/apt-qemu
-  mkdir -p "$A/lists/partial" "$A/cache/archives/partial" "$A/etc/sources.list.d" "$A/etc/preferences.d"
-  echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian bookworm main" > "$A/etc/sources.list"
-  cat > "$A/apt.conf" <<EOF_APT
-Dir::Etc::sourcelist "$A/etc/sources.list";
-Dir::Etc::sourceparts "$A/etc/sources.list.d";
-Dir::Etc::preferencesparts "$A/etc/preferences.d";
-Dir::State::Lists "$A/lists";
-Dir::Cache "$A/cache";
-Dir::Cache::pkgcache "";
-Dir::Cache::srcpkgcache "";
-EOF_APT
+  # shellcheck source=cross/apt-private.sh
+  . "$(dirname "$0")/apt-private.sh"
+  apt_private_setup "$A" bookworm
   export APT_CONFIG=$A/apt.conf
   apt-get update -qq
   # the version must match the installed binary's major.minor (plugin API)

@@ -8,6 +8,9 @@
 # RUNNER (e.g. qemu-riscv64 ...) prefixes each program when cross-testing.
 set -u
 passed=0; failed=0; bad_progs=""
+# the source tree, for tests that read it (templates, harness sources)
+KOPE_SRC=${KOPE_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
+export KOPE_SRC
 # Cross-testing: the programs run under $RUNNER, and so must the kope binary
 # they start; a wrapper gives them one path to exec.
 if [ -n "${RUNNER:-}" ] && [ -n "${KOPE_BIN:-}" ]; then
