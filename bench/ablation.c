@@ -36,10 +36,13 @@
 #include "platform/embed.h"
 #include "store/store.h"
 
+#define MAX_HELD 256
+
 struct cond {
     const char *name;
     int n, passed;
     double first_pass, best_trial, ratio;
+    int best_at[MAX_HELD];      /* per held-out task, suite order */
 };
 
 static int write_half(const char *path, const cJSON *tasks, int half, double max_bytes, int *n)
@@ -121,6 +124,8 @@ static int run(struct graph *g, const char *suite, int trials, int no_memory, st
     if (c) {
         for (size_t i = 0; i < s.n; i++) {
             const struct agent_result *r = &s.res[i];
+            if (c->n < MAX_HELD)
+                c->best_at[c->n] = r->best_trial;
             c->n++;
             c->passed += r->passed;
             c->first_pass += r->first_pass;
@@ -128,6 +133,7 @@ static int run(struct graph *g, const char *suite, int trials, int no_memory, st
             c->ratio += r->speedup;
             printf("  %-10s %-28s pass %d first %d best@%d %.2fx %s\n", c->name, r->name, r->passed,
                    r->first_pass, r->best_trial, r->speedup, r->best_label);
+            fflush(stdout);
         }
     }
     agent_summary_free(&s);
@@ -159,9 +165,7 @@ int main(int argc, char **argv)
     struct graph ga, gb;
     if (open_store(dir, "memory", &sa, &ga) || open_store(dir, "nomemory", &sb, &gb))
         return 1;
-    struct cond mem = {"memory", 0, 0, 0, 0, 0}, nomem = {"no-memory", 0, 0, 0, 0, 0};
-    uint64_t t0 = 0;
-    (void)t0;
+    static struct cond mem = {.name = "memory"}, nomem = {.name = "no-memory"};
     printf("training (%d trials per task)...\n", 2 * trials);
     fflush(stdout);
     if (run(&ga, train, 2 * trials, 0, NULL))
@@ -179,6 +183,19 @@ int main(int argc, char **argv)
     }
     double tb_mem = mem.best_trial / (mem.n ? mem.n : 1), tb_no = nomem.best_trial / (nomem.n ? nomem.n : 1);
     printf("trials to best: no-memory / memory = %.2fx (target >= 2x)\n", tb_mem > 0 ? tb_no / tb_mem : 0);
+    /* the tasks where the safe default (trial 1) is not the best in either
+     * condition: where memory can make a difference at all */
+    int ns = 0;
+    double sm = 0, sn = 0;
+    for (int i = 0; i < mem.n && i < nomem.n && i < MAX_HELD; i++)
+        if (mem.best_at[i] > 1 || nomem.best_at[i] > 1) {
+            ns++;
+            sm += mem.best_at[i];
+            sn += nomem.best_at[i];
+        }
+    if (ns)
+        printf("on the %d task(s) whose best is not the default: trials to best %.2f (memory) vs %.2f "
+               "(no memory) = %.2fx\n", ns, sm / ns, sn / ns, sm > 0 ? sn / sm : 0);
     printf("best ratio: memory / no-memory = %.3f (target >= 1)\n", nomem.ratio > 0 ? mem.ratio / nomem.ratio : 0);
     graph_free(&ga);
     graph_free(&gb);
