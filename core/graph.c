@@ -368,6 +368,66 @@ static int record_canon(struct buf *b, const char *kind, const char *target,
     return buf_err(b);
 }
 
+/* The retrieval keys the store indexes (task_keys, exp_keys), read off a
+ * parsed body: core decides what a body means, the store only files it. */
+struct rec_keys {
+    struct store_task_idx t;
+    struct store_exp_idx e;
+    char parent[GRAPH_ID_HEX];
+};
+
+static double key_size(const cJSON *shape, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(shape, name);
+    return cJSON_IsNumber(v) && v->valuedouble >= 0 ? v->valuedouble : -1;
+}
+
+static const char *key_str(const cJSON *body, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, name);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static void keys_fill(struct rec_keys *k, const char *kind, const cJSON *body,
+                      const uint8_t *first_parent, struct store_rec *r)
+{
+    memset(k, 0, sizeof *k);
+    r->task_key = NULL;
+    r->exp_key = NULL;
+    if (strcmp(kind, "task") == 0) {
+        const cJSON *shape = cJSON_GetObjectItemCaseSensitive(body, "shape");
+        k->t.op = key_str(body, "op");
+        k->t.dtype = key_str(body, "dtype");
+        k->t.n = key_size(shape, "n");
+        k->t.rows = key_size(shape, "rows");
+        k->t.cols = key_size(shape, "cols");
+        k->t.m = key_size(shape, "m");
+        k->t.k = key_size(shape, "k");
+        k->t.batch = key_size(shape, "batch");
+        if (k->t.op)
+            r->task_key = &k->t;
+    } else if (strcmp(kind, "outcome") == 0 || strcmp(kind, "insight") == 0) {
+        const cJSON *v;
+        if (first_parent) {
+            util_hex(first_parent, 32, k->parent);
+            k->e.parent = k->parent;
+        }
+        k->e.status = strcmp(kind, "insight") == 0 ? "insight" : key_str(body, "status");
+        v = cJSON_GetObjectItemCaseSensitive(body, "speedup");
+        if ((k->e.has_speedup = cJSON_IsNumber(v)))
+            k->e.speedup = v->valuedouble;
+        v = cJSON_GetObjectItemCaseSensitive(body, "share");
+        if ((k->e.has_share = cJSON_IsNumber(v)))
+            k->e.share = v->valuedouble;
+        k->e.reason = key_str(body, "reason");
+        if (!k->e.reason)
+            k->e.reason = key_str(body, "text");
+        if (!k->e.reason)
+            k->e.reason = key_str(body, "summary");
+        r->exp_key = &k->e;
+    }
+}
+
 /* The task a record is filed under: its own id for a task, else body.task. */
 static int task_of(const char *kind, const uint8_t id[32], const cJSON *body, uint8_t out[32])
 {
@@ -409,6 +469,8 @@ static int append_locked(struct graph *g, const char *kind, const char *target,
     r.canon_len = g->canon.len;
     r.blobs = (const uint8_t(*)[32])blobs;
     r.n_blobs = n_blobs;
+    struct rec_keys keys;
+    keys_fill(&keys, kind, body, n_parents ? parents[0] : NULL, &r);
     rc = store_rec_put(g->st, &r);
     if (rc == 1)
         rc = seterr(g, KOPE_ERR_CHAIN, "record already stored");
@@ -1359,6 +1421,8 @@ static int imp_record(struct graph_importer *im, cJSON *rec)
     r.canon_len = canon->len;
     r.blobs = (const uint8_t(*)[32])blobs;
     r.n_blobs = n_blobs;
+    struct rec_keys keys;
+    keys_fill(&keys, k, body, n_parents ? parents[0] : NULL, &r);
     rc = store_rec_put(im->g->st, &r);
     if (rc < 0) {
         imp_fail(im, rc == STORE_ERR_NOTFOUND ? KOPE_ERR_BLOB : rc, "cannot store record: %s",

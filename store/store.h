@@ -30,7 +30,7 @@ enum store_err {
     STORE_ERR_READONLY = -108,
 };
 
-#define STORE_SCHEMA_VERSION 6
+#define STORE_SCHEMA_VERSION 7
 
 struct store;
 
@@ -49,6 +49,27 @@ struct store_rec {
     size_t canon_len;
     const uint8_t (*blobs)[32]; /* blobs the record references: must be stored */
     size_t n_blobs;
+    /* Retrieval keys read from the body by core (NULL: none), indexed in
+     * task_keys / exp_keys in the same transaction as the record. */
+    const struct store_task_idx *task_key;
+    const struct store_exp_idx *exp_key;
+};
+
+/* What a task record is indexed by (docs/STORE.md, task_keys). Sizes < 0
+ * and NULL strings are absent. */
+struct store_task_idx {
+    const char *op;
+    const char *dtype;
+    double n, rows, cols, m, k, batch;
+};
+
+/* What an outcome or insight is indexed by (exp_keys). */
+struct store_exp_idx {
+    const char *parent; /* hex id of its first parent, or NULL */
+    const char *status; /* "insight" for an insight */
+    int has_speedup, has_share;
+    double speedup, share;
+    const char *reason; /* cut to 600 bytes by the store */
 };
 
 /* Open (creating if absent) and migrate the store at path. On failure a
