@@ -286,6 +286,31 @@ static void test_run_kill_resume(void **state)
     assert_non_null(strstr(out, "passed 1/1 tasks"));
 }
 
+/* --time-limit stops a run early (not done, exit 1); the next run resumes it. */
+static void test_run_time_limit(void **state)
+{
+    (void)state;
+    static char out[65536];
+    const char *suite = write_suite();
+    const char *db = tpath("tl.db");
+    int rc = run_cmd(out, sizeof out, "%s --db %s run --suite %s --budget 2 --offline --time-limit 1", kope_bin(), db,
+                     suite);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "stopped: time limit 1 s reached"));
+    rc = run_cmd(out, sizeof out, "%s --db %s run --suite %s --budget 2 --offline", kope_bin(), db, suite);
+    if (rc != 0)
+        print_error("%s\n", out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "(resumed)"));
+    assert_non_null(strstr(out, "\npassed 5/5 tasks\n"));
+    int nd, ndup, nins, nruns;
+    count_decisions(db, &nd, &ndup, &nins, &nruns);
+    assert_int_equal(nruns, 1);
+    assert_int_equal(nd, 10);
+    assert_int_equal(ndup, 0);
+    assert_int_equal(nins, 5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -293,6 +318,7 @@ int main(void)
         cmocka_unit_test(test_queue_store),
         cmocka_unit_test(test_run_budget1),
         cmocka_unit_test(test_run_kill_resume),
+        cmocka_unit_test(test_run_time_limit),
     };
     return cmocka_run_group_tests_name("agent", tests, NULL, NULL);
 }
