@@ -15,6 +15,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include "platform/platform.h"
 #include "platform/k3/k3_icount.h"
 #include "platform/k3/k3_templates.h"
@@ -39,8 +41,8 @@ static void test_parse(void **state)
         "",
         "region 0 insns 3 vector_ops 0 vector_mem 0 vsetvl 0\n", /* no header */
         "kope-icount 1\nregion 0 insns 3 vector_ops 0 vector_mem 0 vsetvl 0\n", /* no total */
-        "kope-icount 1\nregion 1 insns 3 vector_ops 0 vector_mem 0 vsetvl 0\n"
-        "total insns 3 vector_ops 0 vector_mem 0 vsetvl 0 regions 1 dropped 0\n", /* gap */
+        ("kope-icount 1\nregion 1 insns 3 vector_ops 0 vector_mem 0 vsetvl 0\n"
+         "total insns 3 vector_ops 0 vector_mem 0 vsetvl 0 regions 1 dropped 0\n"), /* gap */
         "kope-icount 1\ntotal insns 3 vector_ops 0 vector_mem 0 vsetvl 0 regions 4 dropped 0\n",
         "kope-icount 1\nregion 0 insns x\ntotal insns 3 vector_ops 0 vector_mem 0 vsetvl 0 regions 1 dropped 0\n",
         "kope-icount 1\nsurprise\n",
@@ -93,15 +95,13 @@ static int write_instance(const char *dir, const char *file, enum plat_op op)
 static void test_counts_kernel_only_and_repeatable(void **state)
 {
     (void)state;
-    char plugin[1024], dir[1024], cmd[4096], err[512], root[1024];
+    char plugin[1024], dir[1024], cmd[8192], err[512];
     if (system("command -v clang-19 >/dev/null && command -v qemu-riscv64 >/dev/null") != 0 ||
         k3_icount_plugin_find(NULL, plugin, sizeof plugin) != 0) {
         print_message("skip: clang-19, qemu-riscv64 or %s missing\n", K3_ICOUNT_PLUGIN_NAME);
         skip();
     }
-    const char *bin = getenv("KOPE_BIN"), *b = bin ? strstr(bin, "/build/") : NULL;
-    assert_non_null(b);
-    snprintf(root, sizeof root, "%.*s", (int)(b - bin), bin);
+    const char *root = test_src_root(); /* $KOPE_SRC: $KOPE_BIN is a wrapper when cross-testing */
     const char *tmp = getenv("KOPE_TEST_TMP");
     snprintf(dir, sizeof dir, "%s/ic", tmp && *tmp ? tmp : ".");
     snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);

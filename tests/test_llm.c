@@ -33,9 +33,10 @@ static void settings_for(struct llm_settings *s, int port)
     assert_int_equal(llm_settings_set(&s->model, "test-model"), 0);
     assert_int_equal(llm_settings_set(&s->api_key, "sk-test-123"), 0);
     assert_int_equal(llm_settings_set(&s->ca_file, pki.ca), 0);
-    s->timeout_ms = 5000;
-    s->total_timeout_ms = 10000;
-    s->connect_timeout_ms = 2000;
+    /* timeouts scaled for emulation (tests/testutil.h: test_ms) */
+    s->timeout_ms = test_ms(5000);
+    s->total_timeout_ms = test_ms(10000);
+    s->connect_timeout_ms = test_ms(2000);
     s->backoff_ms = 10;
     s->backoff_max_ms = 50;
     s->retries = 2;
@@ -219,10 +220,11 @@ static void test_429_retry_after(void **state)
     assert_int_equal(chat(&srv, pki.cert, pki.key, script, 2, NULL, &r), 0);
     assert_int_equal(r.attempts, 2);
     assert_int_equal(srv.n_req, 2);
-    /* backoff_ms is 10: only Retry-After explains a wait of a second. */
+    /* backoff_ms is 10: only Retry-After explains a wait of a second (the
+     * second is fixed; the reply and the new request around it scale). */
     uint64_t gap = srv.req[1].t_ms - srv.req[0].t_ms;
     assert_true(gap >= 950);
-    assert_true(gap < 2500);
+    assert_true(gap < 1000 + (uint64_t)test_ms(1500));
     assert_int_equal(r.code, LLM_CODE_FENCED);
     llm_reply_free(&r);
     ts_stop(&srv);
@@ -298,7 +300,7 @@ static void test_final_errors(void **state)
 
 static void short_timeout(struct llm_settings *s)
 {
-    s->timeout_ms = 300;
+    s->timeout_ms = test_ms(300);
     s->retries = 0;
 }
 
@@ -311,7 +313,7 @@ static void test_stall_timeout(void **state)
     uint64_t t0 = ts_now_ms();
     assert_int_equal(chat(&srv, pki.cert, pki.key, script, 1, short_timeout, &r), NET_ERR_TIMEOUT);
     uint64_t took = ts_now_ms() - t0;
-    assert_true(took >= 250 && took < 1500);
+    assert_true(took >= (uint64_t)test_ms(250) && took < (uint64_t)test_ms(1500));
     assert_true(net_err_retryable(NET_ERR_TIMEOUT));
     llm_reply_free(&r);
     ts_stop(&srv);
@@ -320,9 +322,9 @@ static void test_stall_timeout(void **state)
 /* The whole call, retries included, ends by total_timeout_ms. */
 static void tight_deadline(struct llm_settings *s)
 {
-    s->timeout_ms = 500;
+    s->timeout_ms = test_ms(500);
     s->retries = 10;
-    s->total_timeout_ms = 600; /* the 2nd attempt gets only what is left */
+    s->total_timeout_ms = test_ms(600); /* the 2nd attempt gets only what is left */
 }
 
 static void test_deadline(void **state)
@@ -336,14 +338,14 @@ static void test_deadline(void **state)
     uint64_t took = ts_now_ms() - t0;
     assert_int_equal(rc, NET_ERR_TIMEOUT);
     assert_true(r.attempts >= 2);
-    assert_true(took < 900);
+    assert_true(took < (uint64_t)test_ms(900));
     llm_reply_free(&r);
     ts_stop(&srv);
 }
 
 static int cancel_after_200ms(void *arg)
 {
-    return ts_now_ms() - *(uint64_t *)arg > 200;
+    return ts_now_ms() - *(uint64_t *)arg > (uint64_t)test_ms(200);
 }
 
 static void test_cancel(void **state)
@@ -362,7 +364,7 @@ static void test_cancel(void **state)
     llm_client_set_cancel(c, cancel_after_200ms, &t0);
     llm_reply_init(&r);
     assert_int_equal(llm_chat(c, msgs, 2, &r), NET_ERR_CANCELLED);
-    assert_true(ts_now_ms() - t0 < 800); /* timeout_ms is 5000 */
+    assert_true(ts_now_ms() - t0 < (uint64_t)test_ms(800)); /* timeout_ms is test_ms(5000) */
     assert_int_equal(r.attempts, 1);
     llm_reply_free(&r);
     llm_client_free(c);
@@ -382,14 +384,14 @@ static void test_cancel_backoff(void **state)
     const struct ts_reply script[] = {{.status = 500, .body = "{}"}};
     assert_int_equal(ts_start(&srv, pki.cert, pki.key, script, 1), 0);
     settings_for(&s, srv.port);
-    s.backoff_ms = 4000;
-    s.backoff_max_ms = 4000;
+    s.backoff_ms = test_ms(4000);
+    s.backoff_max_ms = test_ms(4000);
     assert_int_equal(llm_client_new(&s, &c, err, sizeof err), 0);
     uint64_t t0 = ts_now_ms();
     llm_client_set_cancel(c, cancel_after_200ms, &t0);
     llm_reply_init(&r);
     assert_int_equal(llm_chat(c, msgs, 2, &r), NET_ERR_CANCELLED);
-    assert_true(ts_now_ms() - t0 < 800);
+    assert_true(ts_now_ms() - t0 < (uint64_t)test_ms(800));
     assert_int_equal(r.attempts, 1);
     assert_non_null(strstr(r.error, "cancelled while waiting to retry"));
     llm_reply_free(&r);
@@ -453,7 +455,7 @@ static void test_big_body(void **state)
         assert_int_equal(chat(&srv, pki.cert, pki.key, script, 1, NULL, &r), NET_ERR_TOOBIG);
         assert_int_equal(r.attempts, 1);
         assert_non_null(strstr(r.error, "over the cap"));
-        assert_true(ts_now_ms() - t0 < 4000);
+        assert_true(ts_now_ms() - t0 < (uint64_t)test_ms(4000));
         llm_reply_free(&r);
         ts_stop(&srv);
     }
@@ -518,7 +520,7 @@ static void test_retry_after_too_long(void **state)
                                       {.status = 200, .body = good_body}};
     uint64_t t0 = ts_now_ms();
     assert_int_equal(chat(&srv, pki.cert, pki.key, script, 2, NULL, &r), NET_ERR_HTTP_SERVER);
-    assert_true(ts_now_ms() - t0 < 1000);
+    assert_true(ts_now_ms() - t0 < (uint64_t)test_ms(1000));
     assert_int_equal(r.attempts, 1);
     assert_non_null(strstr(r.error, "wait 999 s"));
     llm_reply_free(&r);

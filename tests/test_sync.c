@@ -257,7 +257,8 @@ static void srv_start(struct srv *s, struct dev *d, int timeout_ms)
     memset(s, 0, sizeof *s);
     pthread_mutex_init(&s->mu, NULL);
     s->d = d;
-    assert_int_equal(net_peer_conf_new(1, fleet_ca.cert, d->cert_pem, d->key_pem, timeout_ms, &s->conf, err, sizeof err), 0);
+    /* timeouts are native figures, scaled under emulation (tests/testutil.h) */
+    assert_int_equal(net_peer_conf_new(1, fleet_ca.cert, d->cert_pem, d->key_pem, test_ms(timeout_ms), &s->conf, err, sizeof err), 0);
     assert_int_equal(net_trust_new(fleet_ca.cert, &s->trust, err, sizeof err), 0);
     assert_int_equal(net_peer_listen("127.0.0.1", "0", &s->l, &port, err, sizeof err), 0);
     snprintf(s->port, sizeof s->port, "%d", port);
@@ -285,10 +286,11 @@ static void srv_stop(struct srv *s)
     fclose(s->log);
 }
 
-/* Wait until the server has finished n sessions in all (2 s at most). */
+/* Wait until the server has finished n sessions in all (2 s at most,
+ * natively: test_ms). */
 static void srv_wait(struct srv *s, int n)
 {
-    for (int i = 0; i < 400; i++) {
+    for (int i = 0; i < test_ms(2000) / 5; i++) {
         pthread_mutex_lock(&s->mu);
         int k = s->n_sessions;
         pthread_mutex_unlock(&s->mu);
@@ -318,7 +320,7 @@ static struct net_peer_conf *client_conf(struct dev *d, const char *cert_pem, in
     struct net_peer_conf *c = NULL;
     char err[320];
     assert_int_equal(net_peer_conf_new(0, fleet_ca.cert, cert_pem ? cert_pem : d->cert_pem, d->key_pem,
-                                       timeout_ms, &c, err, sizeof err), 0);
+                                       test_ms(timeout_ms), &c, err, sizeof err), 0);
     return c;
 }
 
@@ -1181,7 +1183,7 @@ static void test_idle_timeout(void **s)
     double secs = (double)(util_now_ns() - t0) / 1e9;
     raw_close(&r, 1);
     assert_int_equal(w.srv.last_rc, NET_ERR_TIMEOUT);
-    assert_true(secs < 2.0);
+    assert_true(secs < test_ms(2000) / 1000.0);
     assert_true(srv_log_has(&w.srv, "idle"));
     /* silent before the TLS handshake: plain TCP, not a byte */
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -1190,7 +1192,7 @@ static void test_idle_timeout(void **s)
     assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
     t0 = util_now_ns();
     srv_wait(&w.srv, 2);
-    assert_true((double)(util_now_ns() - t0) / 1e9 < 2.0);
+    assert_true((double)(util_now_ns() - t0) / 1e9 < test_ms(2000) / 1000.0);
     assert_true(w.srv.last_rc != 0);
     close(fd);
     /* silent mid-delta */
@@ -1420,15 +1422,17 @@ static void test_cli_two_processes(void **s)
                              "%s --db a.db fleet init --name 'test fleet' && %s --db a.db fleet enroll asc1 && "
                              "%s --db b.db fleet enroll k3a",
                              dir, k, k, k, k, k), 0);
+    char serve_ms[32];
+    snprintf(serve_ms, sizeof serve_ms, "%d", test_ms(3000));
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
         if (chdir(dir) == 0 && freopen("serve.log", "w", stderr))
-            execl(k, k, "--db", "a.db", "serve", "--listen", "127.0.0.1:0", "--timeout-ms", "3000", (char *)NULL);
+            execl(k, k, "--db", "a.db", "serve", "--listen", "127.0.0.1:0", "--timeout-ms", serve_ms, (char *)NULL);
         _exit(127);
     }
     int port = 0;
-    for (int i = 0; i < 500 && !port; i++) {
+    for (int i = 0; i < test_ms(5000) / 10 && !port; i++) {
         usleep(10000);
         FILE *f = fopen(tpath("cli/serve.log"), "r");
         char line[256];

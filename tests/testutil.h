@@ -65,4 +65,75 @@ static inline const char *kope_bin(void)
     return b && *b ? b : "build/x86_64/kope";
 }
 
+/* The source tree (templates, fixtures, harness sources): $KOPE_SRC, which
+ * tests/run.sh exports; else the part of $KOPE_BIN before "/build/"; else
+ * the current directory. Cross-testing, $KOPE_BIN is a qemu wrapper in a
+ * temp dir, so only $KOPE_SRC names the tree there. */
+static inline const char *test_src_root(void)
+{
+    static char root[2048];
+    const char *s = getenv("KOPE_SRC"), *bin = getenv("KOPE_BIN");
+    const char *b = bin ? strstr(bin, "/build/") : NULL;
+    if (s && *s)
+        snprintf(root, sizeof root, "%s", s);
+    else if (b)
+        snprintf(root, sizeof root, "%.*s", (int)(b - bin), bin);
+    else
+        snprintf(root, sizeof root, ".");
+    return root;
+}
+
+/* ---- Time bounds under emulation ---------------------------------------
+ * Time bounds in the tests are set for native speed. The cross suites
+ * (make test ARCH=riscv64 / aarch64) run every test program, and the kope
+ * it starts, under qemu-user: plain code is 5-10x slower there, crypto
+ * (TLS handshakes, ECDSA, AES in mbedTLS) and the SQLite paths more, and CI
+ * machines are shared. test_ms() scales a bound by the slowdown factor:
+ *   $KOPE_TEST_SLOWDOWN if set (1..1000; set it by hand on a loaded
+ *   machine), else TEST_EMU_SLOWDOWN when the program runs under qemu
+ *   ($RUNNER set, as tests/run.sh has it; see test_emulated()), else 1.
+ * Natively the factor is 1, so the x86_64 suite proves exactly what it
+ * did. Scale every time constant of one check together - the delay that
+ * is measured, the timeouts around it and the bound - so the ratio the
+ * check proves is unchanged; a lower bound ("waited at least the
+ * Retry-After") is never scaled. */
+#ifndef TEST_EMU_SLOWDOWN
+#define TEST_EMU_SLOWDOWN 10
+#endif
+
+/* 1 when this program runs under an emulator: tests/run.sh passes the
+ * RUNNER (e.g. "qemu-riscv64 -cpu ...") that prefixes it. */
+static inline int test_emulated(void)
+{
+    const char *r = getenv("RUNNER");
+    return r && *r;
+}
+
+static inline int test_slowdown(void)
+{
+    const char *e = getenv("KOPE_TEST_SLOWDOWN");
+    int f = e && *e ? atoi(e) : 0;
+    if (f >= 1 && f <= 1000)
+        return f;
+    return test_emulated() ? TEST_EMU_SLOWDOWN : 1;
+}
+
+/* A native time bound or timeout in ms, scaled for where the test runs. */
+static inline int test_ms(int ms)
+{
+    return ms * test_slowdown();
+}
+
+/* Skip the current test because the emulator cannot give what it needs:
+ * the reason is printed ("skip: ...", which tests/run.sh lists), never
+ * silent. Use it only for a limit of qemu-user, not to hide a failure. */
+#define test_skip_emulated(why)                                                  \
+    do {                                                                         \
+        if (test_emulated()) {                                                   \
+            print_message("skip: under qemu-user (%s): %s\n", getenv("RUNNER"), \
+                          (why));                                                \
+            skip();                                                              \
+        }                                                                        \
+    } while (0)
+
 #endif
