@@ -415,6 +415,7 @@ int cli_serve(struct cli *c, int argc, char **argv)
     srv.listener = l;
     srv.opts.trust = f.trust;
     srv.max_conns = max_conns;
+    srv.lock_wait_ms = timeout_ms; /* a session waits for the lock as long as for its peer */
     srv.log = stderr;
     srv.stop = &serve_stop;
     sync_serve(&srv);

@@ -517,6 +517,8 @@ static void *conn_main(void *arg)
         snprintf(st.error, sizeof st.error, "%s", err);
         goto out;
     }
+    if (srv->lock_wait_ms > 0)
+        store_set_busy_timeout(stp, srv->lock_wait_ms);
     graph_free(&g);
     graph_init(&g, stp);
     rc = sync_session(&g, job->p, 0, &srv->opts, &st);

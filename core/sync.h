@@ -80,6 +80,9 @@ struct sync_server {
     struct net_peer_listener *listener;
     struct sync_opts opts;
     int max_conns;            /* 0 = 16 */
+    int lock_wait_ms;         /* how long a session waits for the store's write
+                               * lock (another session's import holds it while
+                               * its peer sends); 0 = the store's 5 s */
     FILE *log;                /* one line per session; NULL = stderr */
     volatile int *stop;
     void (*on_session)(void *ctx, int rc, const struct sync_stats *st);

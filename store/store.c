@@ -373,6 +373,12 @@ int store_open(const char *path, struct store **out, char *err, size_t err_len)
     return store_open_at(path, STORE_SCHEMA_VERSION, out, err, err_len);
 }
 
+void store_set_busy_timeout(struct store *st, int timeout_ms)
+{
+    if (st && timeout_ms > 0)
+        sqlite3_busy_timeout(st->db, timeout_ms);
+}
+
 void store_close(struct store *st)
 {
     if (!st)

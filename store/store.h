@@ -78,6 +78,11 @@ int store_open(const char *path, struct store **out, char *err, size_t err_len);
 /* Open without migrating (for tests of migrations): version 0 = empty. */
 int store_open_at(const char *path, int version, struct store **out, char *err, size_t err_len);
 void store_close(struct store *st);
+/* How long a write waits for another connection's lock before failing with
+ * STORE_ERR_BUSY (store_open sets 5000 ms). A sync server's session, whose
+ * import holds the write lock while its peer sends, waits as long as it
+ * would wait for its own peer (core/sync.c). */
+void store_set_busy_timeout(struct store *st, int timeout_ms);
 const char *store_errmsg(const struct store *st);
 const char *store_strerror(int code);
 const char *store_sqlite_version(void);

@@ -267,6 +267,7 @@ static void srv_start(struct srv *s, struct dev *d, int timeout_ms)
     s->s.db_path = strdup(s->s.db_path);
     s->s.conf = s->conf;
     s->s.listener = s->l;
+    s->s.lock_wait_ms = test_ms(timeout_ms);
     s->s.opts.trust = s->trust;
     s->s.log = s->log;
     s->s.stop = &s->stop;
