@@ -541,6 +541,33 @@ static void test_fail_runtime(void **state)
     platform_close(p);
 }
 
+/* A toolkit whose aclnn headers differ from the documented ones: the host
+ * program is rebuilt without the vendor baseline, candidates still build,
+ * and measure says why there is no baseline. */
+static void test_aclnn_headers_differ(void **state)
+{
+    (void)state;
+    setenv("CXXFLAGS", "-DFAKE_ACLNN_HEADERS_DIFFER", 1); /* read by cmake at configure */
+    struct platform *p = open_fake();
+    struct plat_task t;
+    struct plat_build b;
+    struct plat_measure m;
+    task_init(&t, PLAT_OP_ADD);
+    t.n = 777;
+    build_ok(p, &t, "add_ok.cpp", &b);
+    measure_built(p, &t, &b, &m);
+    assert_int_equal(m.n_baselines, 0);
+    assert_non_null(strstr(m.method, "aclnn baseline off"));
+    platform_build_free(p, &b);
+    /* a candidate's own host-side error is still its compile error */
+    build(p, &t, "add_signature.cpp", &b);
+    assert_false(b.ok);
+    assert_int_equal(b.reason, PLAT_FAIL_COMPILE_ERROR);
+    platform_build_free(p, &b);
+    platform_close(p);
+    unsetenv("CXXFLAGS");
+}
+
 /* The built-in starters: one build per family, every op of it verified
  * (task shape + awkward shapes + reseeded) against the shared references. */
 static void test_starters(void **state)
@@ -607,6 +634,7 @@ int main(void)
         cmocka_unit_test(test_fail_compile),
         cmocka_unit_test(test_fail_results),
         cmocka_unit_test(test_fail_runtime),
+        cmocka_unit_test(test_aclnn_headers_differ),
         cmocka_unit_test(test_starters),
     };
     return cmocka_run_group_tests(tests, setup, NULL);

@@ -319,7 +319,7 @@ static int asc_compile(struct platform *p, const struct plat_task *t, const char
     cmd_arg(&c, "-DASCEND_CANN_PACKAGE_PATH=%s", tk->home);
     cmd_arg(&c, "-DKOPE_RT=%.190s/rt", a->work);
     cmd_arg(&c, "-DKOPE_FAMILY=%d", (int)t->family);
-    cmd_arg(&c, "-DKOPE_HAVE_ACLNN=%d", tk->has_aclnn ? 1 : 0);
+    cmd_arg(&c, "-DKOPE_HAVE_ACLNN=%d", tk->has_aclnn && !a->aclnn_off ? 1 : 0);
     rc = build_step(p, &c, out, "cmake configure", &failed);
     if (rc || failed)
         goto out;
@@ -335,6 +335,42 @@ static int asc_compile(struct platform *p, const struct plat_task *t, const char
         rc = build_step(p, &c, out, i == 0 ? "kernel build (ascendc_library)"
                                            : "host program build (launch signature vs the family ABI)",
                         &failed);
+        if (!rc && failed && i == 1 && tk->has_aclnn && !a->aclnn_off) {
+            /* The vendor-baseline code is written against the documented
+             * aclnn signatures; if this toolkit's headers differ, the host
+             * program must still build: retry once without it, and if that
+             * works keep it off for this platform (method says so). */
+            char diag1[PLAT_DIAG_MAX];
+            memcpy(diag1, out->diag, sizeof diag1);
+            struct plat_build retry = *out;
+            int f2 = 0;
+            cmd_init(&c);
+            cmd_arg(&c, "%s", tk->cmake);
+            cmd_arg(&c, "-DKOPE_HAVE_ACLNN=0");
+            cmd_arg(&c, "%s", build);
+            rc = build_step(p, &c, &retry, "cmake reconfigure without aclnn", &f2);
+            if (!rc && !f2) {
+                cmd_init(&c);
+                cmd_arg(&c, "%s", tk->cmake);
+                cmd_arg(&c, "--build");
+                cmd_arg(&c, "%s", build);
+                cmd_arg(&c, "--target");
+                cmd_arg(&c, "kope_host");
+                rc = build_step(p, &c, &retry, "host program build", &f2);
+            }
+            if (rc)
+                goto out;
+            if (!f2) {
+                a->aclnn_off = 1;
+                snprintf(a->aclnn_diag, sizeof a->aclnn_diag, "%.200s", diag1);
+                failed = 0;
+                memset(out->diag, 0, sizeof out->diag);
+                out->reason = PLAT_FAIL_NONE;
+                out->detail[0] = '\0';
+            } else {
+                memcpy(out->diag, diag1, sizeof out->diag); /* the candidate's fault after all */
+            }
+        }
         if (rc || failed)
             goto out;
     }
@@ -691,8 +727,9 @@ static int asc_measure(struct platform *p, const struct plat_task *t, const stru
             snprintf(prof_note, sizeof prof_note, "msprof op unavailable");
         }
     }
-    snprintf(out->method, sizeof out->method, "%.240s; %.90s%.45s", h->method, prof_note,
-             a->tk.fake ? "; FAKE TOOLKIT: CPU emulation, not NPU speed" : "");
+    snprintf(out->method, sizeof out->method, "%.190s; %.90s%.45s%.50s", h->method, prof_note,
+             a->tk.fake ? "; FAKE TOOLKIT: CPU emulation, not NPU speed" : "",
+             a->aclnn_off ? "; aclnn baseline off: headers differ from the docs" : "");
 out:
     free(ns);
     free(h);
@@ -720,7 +757,7 @@ static int asc_probe(struct platform *p, struct plat_probe *out)
              "aclnn vendor ops %.3s; cmake %.7s",
              tk->version, tk->home, tk->home_from, tk->compiler[0] ? "yes" : "MISSING",
              tk->cmake_dir[0] ? "yes" : "MISSING", tk->msprof[0] ? "yes" : "no",
-             tk->has_aclnn ? "yes" : "no", tk->cmake[0] ? "yes" : "MISSING");
+             tk->has_aclnn ? (a->aclnn_off ? "off" : "yes") : "no", tk->cmake[0] ? "yes" : "MISSING");
     snprintf(out->method, sizeof out->method, "npu-smi info (%.90s); %s/<SoC>.ini",
              tk->npu_smi[0] ? tk->npu_smi : "absent", tk->platform_config[0] ? "platform_config" : "no platform_config");
     snprintf(out->note, sizeof out->note, "%s%s",

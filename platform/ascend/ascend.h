@@ -69,6 +69,9 @@ struct asc_toolkit {
 struct ascend {
     struct asc_toolkit tk;
     int device;                   /* aclrtSetDevice id */
+    int aclnn_off;                /* the host program did not build against this
+                                     toolkit's aclnn headers: no vendor baseline */
+    char aclnn_diag[256];         /* the first compiler lines of that failure */
     int block_dim;                /* blocks launched per call */
     char work[200];
     int own_work;

@@ -10,6 +10,11 @@
 
 #include "acl/acl.h"
 
+/* tests: a toolkit whose aclnn headers differ from the documented ones */
+#ifdef FAKE_ACLNN_HEADERS_DIFFER
+#error "fake toolkit: these aclnn headers do not match what kope was written against"
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
