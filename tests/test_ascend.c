@@ -558,6 +558,10 @@ static void test_aclnn_headers_differ(void **state)
     measure_built(p, &t, &b, &m);
     assert_int_equal(m.n_baselines, 0);
     assert_non_null(strstr(m.method, "aclnn baseline off"));
+    struct plat_desc d;
+    platform_describe(p, &d);
+    assert_non_null(strstr(d.note, "aclnn baseline off"));
+    assert_non_null(strstr(d.note, "error"));
     platform_build_free(p, &b);
     /* a candidate's own host-side error is still its compile error */
     build(p, &t, "add_signature.cpp", &b);

@@ -232,6 +232,10 @@ static int asc_describe(struct platform *p, struct plat_desc *out)
              tk->npu_found ? tk->npu_name : "none found",
              tk->npu_found && strcmp(tk->npu_health, "OK") != 0 ? " (not healthy)" : "",
              tk->msprof[0] ? "timed by msprof op" : "timed by device events");
+    if (a->aclnn_off) {
+        size_t l = strlen(out->note);
+        snprintf(out->note + l, sizeof out->note - l, "; aclnn baseline off: %.60s", a->aclnn_diag);
+    }
     return 0;
 }
 
@@ -362,7 +366,9 @@ static int asc_compile(struct platform *p, const struct plat_task *t, const char
                 goto out;
             if (!f2) {
                 a->aclnn_off = 1;
-                snprintf(a->aclnn_diag, sizeof a->aclnn_diag, "%.200s", diag1);
+                const char *e = strstr(diag1, "error");  /* the compiler's own words */
+                const char *ls = e ? e : diag1;
+                snprintf(a->aclnn_diag, sizeof a->aclnn_diag, "%.*s", (int)strcspn(ls, "\n"), ls);
                 failed = 0;
                 memset(out->diag, 0, sizeof out->diag);
                 out->reason = PLAT_FAIL_NONE;
