@@ -29,9 +29,9 @@ for t in "$@"; do
   ( cd "$tmp" && KOPE_TEST_TMP=$tmp ${RUNNER:-} "$t" ) > "$log" 2>&1
   rc=$?
   # cmocka writes to stdout and stderr: lines can interleave, so no ^ anchor.
-  p=$(grep -Eo '\[  PASSED  \] [0-9]+ test' "$log" | awk '{s+=$4} END{print s+0}')
-  f=$(grep -Eo '\[  FAILED  \] [0-9]+ test' "$log" | awk '{s+=$4} END{print s+0}')
-  s=$(grep -Eo '\[  SKIPPED \] [0-9]+ test' "$log" | awk '{s+=$4} END{print s+0}')
+  # A named group prints "[  FAILED  ] tests: 2 test(s)": the name is optional.
+  count() { grep -Eo "\\[  $1 *\\] ([A-Za-z0-9_]+: )?[0-9]+ test" "$log" | awk '{s+=$(NF-1)} END{print s+0}'; }
+  p=$(count PASSED); f=$(count FAILED); s=$(count SKIPPED)
   passed=$((passed + p)); failed=$((failed + f))
   if [ $rc -ne 0 ] && [ "$f" = 0 ]; then failed=$((failed + 1)); fi   # crashed before its summary
   status=ok; [ $rc -ne 0 ] && { status=FAIL; bad_progs="$bad_progs $name"; }
