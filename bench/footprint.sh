@@ -127,7 +127,7 @@ for a in x86_64 riscv64 aarch64; do
   if have_run "${run[@]}" "$B/$a/kope"; then
     # the agent's own peak (KOPE_RUSAGE: getrusage(RUSAGE_SELF) at exit),
     # its compiler and kernel children reported apart
-    task=$("${run[@]}" "$B/$a/kope" tasks 2>/dev/null | awk 'NR > 2 && $1 ~ /^[a-z]/ {print $1; exit}')
+    task=$("${run[@]}" "$B/$a/kope" tasks 2>/dev/null | awk 'NR > 2 && $1 ~ /^[a-z]/ && !t {t = $1} END {print t}')
     line=$(KOPE_RUSAGE=1 "${run[@]}" "$B/$a/kope" --db "$OUT/run-$a.db" run --budget 2 --offline \
            --task "$task" 2>&1 >/dev/null | grep '^kope: rusage' || true)
     if [ -n "$line" ]; then
