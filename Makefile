@@ -91,6 +91,7 @@ host-tools:
 # A sysroot is rebuilt only when cross/deps.sh changes (it keeps its own stamp).
 $(DEPS_DIR)/sysroot-%/.stamp: cross/deps.sh cross/deps-probe.c | host-tools
 	$(Q)ARCH=$* W=$(CURDIR)/$(DEPS_DIR) bash cross/deps.sh
+	@touch $@ # deps.sh left an up-to-date sysroot alone: make should know it is current
 deps: $(DEPS_STAMP)
 # Every sysroot, each with its probe run (under qemu for the cross ones).
 deps-all: $(DEPS_DIR)/sysroot-x86_64/.stamp $(DEPS_DIR)/sysroot-riscv64/.stamp $(DEPS_DIR)/sysroot-aarch64/.stamp
@@ -130,6 +131,7 @@ $(BUILD)/kope: $(BUILD)/obj/core/main.o $(BUILD)/libkope.a
 TESTROOT := $(DEPS_DIR)/testroot-$(ARCH)
 $(DEPS_DIR)/testroot-%/.stamp: cross/cmocka.sh $(DEPS_DIR)/sysroot-%/.stamp
 	$(Q)ARCH=$* W=$(CURDIR)/$(DEPS_DIR) bash cross/cmocka.sh
+	@touch $@
 $(BUILD)/tests/%: tests/%.c $(BUILD)/libkope.a $(wildcard tests/*.h) $(TESTROOT)/.stamp
 	@mkdir -p $(dir $@)
 	@echo "  TEST    $@"
