@@ -43,6 +43,7 @@
 
 #include "platform/ascend/ascend.h"
 #include "platform/embed.h"
+#include "platform/report.h"
 
 #define ASC_COMPILE_TIMEOUT_MS 300000 /* bisheng is slow: minutes for big kernels */
 #define ASC_RUN_TIMEOUT_MS 120000     /* above the NPU's own AI Core timeout */
@@ -405,76 +406,12 @@ static void asc_build_free(struct platform *p, struct plat_build *b)
 
 /* ----------------------------------------------------------- host runs --- */
 
-static enum plat_fail fail_parse(const char *s)
-{
-    for (int f = 0; f < PLAT_FAIL_COUNT; f++)
-        if (strcmp(plat_fail_name((enum plat_fail)f), s) == 0)
-            return (enum plat_fail)f;
-    return PLAT_FAIL_HARNESS;
-}
-
-struct htime {
-    char name[PLAT_NAME_MAX];
-    double med, min, spread;
-    int reps, warm;
-};
-
 /* What one host-program run produced (report protocol of the K3 harness). */
 struct hrun {
     struct asc_run_result res;
     char out[1024];
-    int done;
-    enum plat_fail fail;
-    char fail_detail[PLAT_DETAIL_MAX];
-    struct plat_case cases[PLAT_MAX_CASES];
-    int n_cases;
-    struct htime times[PLAT_MAX_BASELINES + 1];
-    int n_times;
-    char method[400];
+    struct plat_report r;         /* what the host program printed (platform/report.h) */
 };
-
-static void report_parse(char *text, struct hrun *h)
-{
-    char *save = NULL;
-    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        if (strcmp(line, "done") == 0) {
-            h->done = 1;
-        } else if (strncmp(line, "fail ", 5) == 0) {
-            char reason[48] = "";
-            int sig = 0, off = 0;
-            if (sscanf(line + 5, "%47s %d %n", reason, &sig, &off) >= 2 && h->fail == PLAT_FAIL_NONE) {
-                h->fail = fail_parse(reason);
-                snprintf(h->fail_detail, sizeof h->fail_detail, "%s", line + 5 + off);
-            }
-        } else if (strncmp(line, "case ", 5) == 0 && h->n_cases < PLAT_MAX_CASES) {
-            struct plat_case *c = &h->cases[h->n_cases];
-            char label[48], reason[48];
-            unsigned long long v[6], fb;
-            int pass;
-            if (sscanf(line + 5, "%47s %llu %llu %llu %llu %llu %llu %d %47s %lf %lf %lf %llu", label,
-                       &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &pass, reason, &c->max_abs,
-                       &c->max_rel, &c->norm_err, &fb) == 13) {
-                snprintf(c->label, sizeof c->label, "%s", label);
-                c->n = v[0]; c->rows = v[1]; c->cols = v[2]; c->m = v[3]; c->k = v[4]; c->batch = v[5];
-                c->pass = pass;
-                c->reason = fail_parse(reason);
-                c->first_bad = fb;
-                h->n_cases++;
-            }
-        } else if (strncmp(line, "time ", 5) == 0 && h->n_times < PLAT_MAX_BASELINES + 1) {
-            struct htime *t = &h->times[h->n_times];
-            char name[PLAT_NAME_MAX];
-            if (sscanf(line + 5, "%63s %lf %lf %lf %d %d", name, &t->med, &t->min, &t->spread,
-                       &t->reps, &t->warm) == 6) {
-                snprintf(t->name, sizeof t->name, "%s", name);
-                h->n_times++;
-            }
-        } else if (strncmp(line, "method ", 7) == 0) {
-            size_t l = strlen(h->method);
-            snprintf(h->method + l, sizeof h->method - l, "%s%s", l ? "; " : "", line + 7);
-        }
-    }
-}
 
 static void host_args(struct platform *p, struct cmd *c, const struct plat_task *t,
                       const struct plat_build *b, const char *mode, const char *report)
@@ -549,7 +486,7 @@ static int host_run(struct platform *p, const struct plat_task *t, const struct 
         size_t n = fread(text, 1, ASC_REPORT_MAX, f);
         text[n] = '\0';
         fclose(f);
-        report_parse(text, h);
+        plat_report_parse(text, &h->r);
         free(text);
     }
     return 0;
@@ -567,22 +504,22 @@ static void classify(const struct hrun *h, enum plat_fail *reason, int *sig, cha
     } else if (h->res.timed_out) {
         *reason = PLAT_FAIL_TIMEOUT;
         snprintf(detail, dl, "no result after %.0f ms (kernel hang?); killed", h->res.wall_ms);
-    } else if (h->fail != PLAT_FAIL_NONE) {
-        *reason = h->fail;
-        snprintf(detail, dl, "%s", h->fail_detail);
+    } else if (h->r.fail != PLAT_FAIL_NONE) {
+        *reason = h->r.fail;
+        snprintf(detail, dl, "%s", h->r.fail_detail);
     } else if (h->res.signaled) {
         *reason = PLAT_FAIL_CRASH;
         *sig = h->res.signal;
         snprintf(detail, dl, "host program killed by signal %d (%s)", h->res.signal, strsignal(h->res.signal));
-    } else if (!h->done) {
+    } else if (!h->r.done) {
         *reason = PLAT_FAIL_HARNESS;
         snprintf(detail, dl, "run ended without a report (exit %d): %.120s", h->res.exit_code, h->out);
     } else {
-        for (int i = 0; i < h->n_cases; i++)
-            if (!h->cases[i].pass) {
-                *reason = h->cases[i].reason;
-                snprintf(detail, dl, "case %s: %s at element %llu", h->cases[i].label,
-                         plat_fail_name(h->cases[i].reason), (unsigned long long)h->cases[i].first_bad);
+        for (int i = 0; i < h->r.n_cases; i++)
+            if (!h->r.cases[i].pass) {
+                *reason = h->r.cases[i].reason;
+                snprintf(detail, dl, "case %s: %s at element %llu", h->r.cases[i].label,
+                         plat_fail_name(h->r.cases[i].reason), (unsigned long long)h->r.cases[i].first_bad);
                 break;
             }
     }
@@ -600,16 +537,16 @@ static int asc_verify(struct platform *p, const struct plat_task *t, const struc
         goto out;
     out->emulated = a->tk.fake;
     out->wall_ms = h->res.wall_ms;
-    out->n_cases = h->n_cases;
-    memcpy(out->cases, h->cases, sizeof h->cases);
-    for (int i = 0; i < h->n_cases; i++) {
-        const struct plat_case *c = &h->cases[i];
+    out->n_cases = h->r.n_cases;
+    memcpy(out->cases, h->r.cases, sizeof h->r.cases);
+    for (int i = 0; i < h->r.n_cases; i++) {
+        const struct plat_case *c = &h->r.cases[i];
         if (c->max_abs > out->max_abs) out->max_abs = c->max_abs;
         if (c->max_rel > out->max_rel) out->max_rel = c->max_rel;
         if (c->norm_err > out->norm_err) out->norm_err = c->norm_err;
     }
     classify(h, &out->reason, &out->signal, out->detail, sizeof out->detail);
-    out->pass = out->reason == PLAT_FAIL_NONE && h->done && h->n_cases > 0;
+    out->pass = out->reason == PLAT_FAIL_NONE && h->r.done && h->r.n_cases > 0;
     if (!out->pass && out->reason == PLAT_FAIL_NONE) {
         out->reason = PLAT_FAIL_HARNESS;
         snprintf(out->detail, sizeof out->detail, "no case was reported");
@@ -654,7 +591,7 @@ static int msprof_time(struct platform *p, const struct plat_task *t, const stru
         snprintf(why, why_len, "msprof op did not run: %.150s", p->err);
         p->err[0] = '\0';
         p->rc = 0;
-    } else if (!run_ok(&h->res) || !h->done) {
+    } else if (!run_ok(&h->res) || !h->r.done) {
         snprintf(why, why_len, "msprof op failed (exit %d): %.150s", h->res.exit_code, h->out);
     } else {
         n = asc_msprof_collect(prof, "kope_kernel", ns, max);
@@ -682,35 +619,35 @@ static int asc_measure(struct platform *p, const struct plat_task *t, const stru
     out->wall_ms = h->res.wall_ms;
     classify(h, &out->reason, &out->signal, out->detail, sizeof out->detail);
     if (out->reason == PLAT_FAIL_WRONG_RESULT || out->reason == PLAT_FAIL_UNWRITTEN_OUTPUT) {
-        for (int i = 0; i < h->n_cases; i++)
-            if (strcmp(h->cases[i].label, "post-timing") == 0 && !h->cases[i].pass && h->cases[0].pass) {
+        for (int i = 0; i < h->r.n_cases; i++)
+            if (strcmp(h->r.cases[i].label, "post-timing") == 0 && !h->r.cases[i].pass && h->r.cases[0].pass) {
                 out->reason = PLAT_FAIL_STATEFUL;
                 snprintf(out->detail, sizeof out->detail,
                          "right before timing, wrong after it with inputs reseeded in place");
             }
     }
-    out->ok = out->reason == PLAT_FAIL_NONE && h->done && h->n_times > 0;
+    out->ok = out->reason == PLAT_FAIL_NONE && h->r.done && h->r.n_times > 0;
     if (!out->ok && out->reason == PLAT_FAIL_NONE) {
         out->reason = PLAT_FAIL_HARNESS;
         snprintf(out->detail, sizeof out->detail, "no timing was reported");
     }
     plat_task_work(t, &out->flops, &out->bytes);
-    if (h->n_times > 0) {
-        out->median_ns = h->times[0].med;
-        out->min_ns = h->times[0].min;
-        out->spread = h->times[0].spread;
-        out->repeats = h->times[0].reps;
-        out->warmup = h->times[0].warm;
+    if (h->r.n_times > 0) {
+        out->median_ns = h->r.times[0].med;
+        out->min_ns = h->r.times[0].min;
+        out->spread = h->r.times[0].spread;
+        out->repeats = h->r.times[0].reps;
+        out->warmup = h->r.times[0].warm;
     }
     /* same-run baselines (the vendor aclnn operator), by device events like
      * the candidate's event timing: the ratio compares like with like even
      * when the candidate's own time below comes from msprof */
     double cand_events_ns = out->median_ns;
-    for (int i = 1; i < h->n_times && out->n_baselines < PLAT_MAX_BASELINES; i++) {
+    for (int i = 1; i < h->r.n_times && out->n_baselines < PLAT_MAX_BASELINES; i++) {
         struct plat_baseline *bl = &out->base[out->n_baselines++];
-        snprintf(bl->name, sizeof bl->name, "%s", h->times[i].name);
-        bl->median_ns = h->times[i].med;
-        bl->min_ns = h->times[i].min;
+        snprintf(bl->name, sizeof bl->name, "%s", h->r.times[i].name);
+        bl->median_ns = h->r.times[i].med;
+        bl->min_ns = h->r.times[i].min;
         bl->ratio = !a->tk.fake && cand_events_ns > 0 ? bl->median_ns / cand_events_ns : 0;
     }
     char prof_note[200] = "";
@@ -733,7 +670,7 @@ static int asc_measure(struct platform *p, const struct plat_task *t, const stru
             snprintf(prof_note, sizeof prof_note, "msprof op unavailable");
         }
     }
-    snprintf(out->method, sizeof out->method, "%.190s; %.90s%.45s%.50s", h->method, prof_note,
+    snprintf(out->method, sizeof out->method, "%.190s; %.90s%.45s%.50s", h->r.method, prof_note,
              a->tk.fake ? "; FAKE TOOLKIT: CPU emulation, not NPU speed" : "",
              a->aclnn_off ? "; aclnn baseline off: headers differ from the docs" : "");
 out:

@@ -33,6 +33,7 @@
 
 #include "platform/embed.h"
 #include "platform/k3/k3.h"
+#include "platform/report.h"
 #define KOPE_HARNESS_HOST_ONLY
 #include "platform/k3/embed/harness.h"
 
@@ -734,96 +735,12 @@ static void k3_build_free(struct platform *p, struct plat_build *b)
 
 /* ------------------------------------------------------- harness runs --- */
 
-static enum plat_fail fail_parse(const char *s)
-{
-    for (int f = 0; f < PLAT_FAIL_COUNT; f++)
-        if (strcmp(plat_fail_name((enum plat_fail)f), s) == 0)
-            return (enum plat_fail)f;
-    return PLAT_FAIL_HARNESS;
-}
-
-struct htime {
-    char name[PLAT_NAME_MAX];
-    double med, min, spread;
-    int reps, warm;
-};
-
 /* What a harness run produced, before it is turned into a result struct. */
 struct hrun {
     struct k3_run_result res;
     char out[1024];               /* first bytes of the candidate's stdout/stderr */
-    int done;
-    enum plat_fail fail;          /* from a `fail` line, NONE if none */
-    int fail_sig;
-    char fail_detail[PLAT_DETAIL_MAX];
-    struct plat_case cases[PLAT_MAX_CASES];
-    int n_cases;
-    struct htime times[PLAT_MAX_BASELINES + 1];
-    int n_times;
-    char method[400];
-    uint64_t icount[PLAT_MAX_BASELINES + 1][3];
-    int has_icount;
-    uint64_t cycles;
+    struct plat_report r;         /* what the harness printed (platform/report.h) */
 };
-
-static void report_parse(char *text, struct hrun *h)
-{
-    char *save = NULL;
-    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        if (strcmp(line, "done") == 0) {
-            h->done = 1;
-        } else if (strncmp(line, "fail ", 5) == 0) {
-            char reason[48] = "";
-            int sig = 0, off = 0;
-            if (sscanf(line + 5, "%47s %d %n", reason, &sig, &off) >= 2 && h->fail == PLAT_FAIL_NONE) {
-                h->fail = fail_parse(reason);
-                h->fail_sig = sig;
-                snprintf(h->fail_detail, sizeof h->fail_detail, "%s", line + 5 + off);
-            }
-        } else if (strncmp(line, "case ", 5) == 0 && h->n_cases < PLAT_MAX_CASES) {
-            struct plat_case *c = &h->cases[h->n_cases];
-            char label[48], reason[48];
-            unsigned long long v[6], fb;
-            int pass;
-            if (sscanf(line + 5, "%47s %llu %llu %llu %llu %llu %llu %d %47s %lf %lf %lf %llu", label,
-                       &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &pass, reason, &c->max_abs,
-                       &c->max_rel, &c->norm_err, &fb) == 13) {
-                snprintf(c->label, sizeof c->label, "%s", label);
-                c->n = v[0]; c->rows = v[1]; c->cols = v[2]; c->m = v[3]; c->k = v[4]; c->batch = v[5];
-                c->pass = pass;
-                c->reason = fail_parse(reason);
-                c->first_bad = fb;
-                h->n_cases++;
-            }
-        } else if (strncmp(line, "time ", 5) == 0 && h->n_times < PLAT_MAX_BASELINES + 1) {
-            struct htime *t = &h->times[h->n_times];
-            char name[PLAT_NAME_MAX];
-            if (sscanf(line + 5, "%63s %lf %lf %lf %d %d", name, &t->med, &t->min, &t->spread,
-                       &t->reps, &t->warm) == 6) {
-                snprintf(t->name, sizeof t->name, "%s", name);
-                h->n_times++;
-            }
-        } else if (strncmp(line, "cycles ", 7) == 0) {
-            h->cycles = strtoull(line + 7, NULL, 10);
-        } else if (strncmp(line, "method ", 7) == 0) {
-            size_t l = strlen(h->method);
-            snprintf(h->method + l, sizeof h->method - l, "%s%s", l ? "; " : "", line + 7);
-        } else if (strncmp(line, "region ", 7) == 0) {
-            /* from the qemu plugin (platform/k3/qemu/icount_plugin.c):
-             * region IDX insns N vector_ops N vector_mem N vsetvl N */
-            int region;
-            unsigned long long a, b, c;
-            if (sscanf(line + 7, "%d insns %llu vector_ops %llu vector_mem %llu", &region, &a, &b,
-                       &c) == 4 && region >= 0 &&
-                region <= PLAT_MAX_BASELINES) {
-                h->icount[region][0] = a;
-                h->icount[region][1] = b;
-                h->icount[region][2] = c;
-                h->has_icount = 1;
-            }
-        }
-    }
-}
 
 static int harness_run(struct platform *p, const struct plat_task *t, const struct plat_build *b,
                        const char *mode, struct hrun *h)
@@ -892,7 +809,7 @@ static int harness_run(struct platform *p, const struct plat_task *t, const stru
         size_t n = fread(text, 1, K3_REPORT_MAX, f);
         text[n] = '\0';
         fclose(f);
-        report_parse(text, h);
+        plat_report_parse(text, &h->r);
         free(text);
     }
     f = fopen(icount_out, "rb");
@@ -901,7 +818,7 @@ static int harness_run(struct platform *p, const struct plat_task *t, const stru
         size_t n = fread(text, 1, sizeof text - 1, f);
         text[n] = '\0';
         fclose(f);
-        report_parse(text, h);
+        plat_report_parse(text, &h->r);
     }
     return 0;
 }
@@ -920,23 +837,23 @@ static void classify(const struct hrun *h, enum plat_fail *reason, int *sig, cha
         *reason = PLAT_FAIL_TIMEOUT;
         snprintf(detail, dl, "%s after %.0f ms", h->res.cpu_limit ? "CPU limit reached" : "no result",
                  h->res.wall_ms);
-    } else if (h->fail != PLAT_FAIL_NONE) {
-        *reason = h->fail;
-        *sig = h->fail_sig;
-        snprintf(detail, dl, "%s", h->fail_detail);
+    } else if (h->r.fail != PLAT_FAIL_NONE) {
+        *reason = h->r.fail;
+        *sig = h->r.fail_sig;
+        snprintf(detail, dl, "%s", h->r.fail_detail);
     } else if (h->res.signaled) {
         *reason = PLAT_FAIL_CRASH;
         *sig = h->res.signal;
         snprintf(detail, dl, "killed by signal %d (%s)", h->res.signal, strsignal(h->res.signal));
-    } else if (!h->done) {
+    } else if (!h->r.done) {
         *reason = PLAT_FAIL_HARNESS;
         snprintf(detail, dl, "run ended without a report (exit %d): %.120s", h->res.exit_code, h->out);
     } else {
-        for (int i = 0; i < h->n_cases; i++)
-            if (!h->cases[i].pass) {
-                *reason = h->cases[i].reason;
-                snprintf(detail, dl, "case %s: %s at element %llu", h->cases[i].label,
-                         plat_fail_name(h->cases[i].reason), (unsigned long long)h->cases[i].first_bad);
+        for (int i = 0; i < h->r.n_cases; i++)
+            if (!h->r.cases[i].pass) {
+                *reason = h->r.cases[i].reason;
+                snprintf(detail, dl, "case %s: %s at element %llu", h->r.cases[i].label,
+                         plat_fail_name(h->r.cases[i].reason), (unsigned long long)h->r.cases[i].first_bad);
                 break;
             }
     }
@@ -954,16 +871,16 @@ static int k3_verify(struct platform *p, const struct plat_task *t, const struct
         goto out;
     out->emulated = k->emulated;
     out->wall_ms = h->res.wall_ms;
-    out->n_cases = h->n_cases;
-    memcpy(out->cases, h->cases, sizeof h->cases);
-    for (int i = 0; i < h->n_cases; i++) {
-        const struct plat_case *c = &h->cases[i];
+    out->n_cases = h->r.n_cases;
+    memcpy(out->cases, h->r.cases, sizeof h->r.cases);
+    for (int i = 0; i < h->r.n_cases; i++) {
+        const struct plat_case *c = &h->r.cases[i];
         if (c->max_abs > out->max_abs) out->max_abs = c->max_abs;
         if (c->max_rel > out->max_rel) out->max_rel = c->max_rel;
         if (c->norm_err > out->norm_err) out->norm_err = c->norm_err;
     }
     classify(h, &out->reason, &out->signal, out->detail, sizeof out->detail);
-    out->pass = out->reason == PLAT_FAIL_NONE && h->done && h->n_cases > 0;
+    out->pass = out->reason == PLAT_FAIL_NONE && h->r.done && h->r.n_cases > 0;
     if (!out->pass && out->reason == PLAT_FAIL_NONE) {
         out->reason = PLAT_FAIL_HARNESS;
         snprintf(out->detail, sizeof out->detail, "no case was reported");
@@ -988,46 +905,46 @@ static int k3_measure(struct platform *p, const struct plat_task *t, const struc
     classify(h, &out->reason, &out->signal, out->detail, sizeof out->detail);
     /* a wrong result after timing, when the same kernel was right before, is state */
     if (out->reason == PLAT_FAIL_WRONG_RESULT || out->reason == PLAT_FAIL_UNWRITTEN_OUTPUT) {
-        for (int i = 0; i < h->n_cases; i++)
-            if (strcmp(h->cases[i].label, "post-timing") == 0 && !h->cases[i].pass &&
-                h->cases[0].pass) {
+        for (int i = 0; i < h->r.n_cases; i++)
+            if (strcmp(h->r.cases[i].label, "post-timing") == 0 && !h->r.cases[i].pass &&
+                h->r.cases[0].pass) {
                 out->reason = PLAT_FAIL_STATEFUL;
                 snprintf(out->detail, sizeof out->detail,
                          "right before timing, wrong after it with inputs reseeded in place");
             }
     }
-    out->ok = out->reason == PLAT_FAIL_NONE && h->done && h->n_times > 0;
+    out->ok = out->reason == PLAT_FAIL_NONE && h->r.done && h->r.n_times > 0;
     if (!out->ok && out->reason == PLAT_FAIL_NONE) {
         out->reason = PLAT_FAIL_HARNESS;
         snprintf(out->detail, sizeof out->detail, "no timing was reported");
     }
-    snprintf(out->method, sizeof out->method, "%.330s%s", h->method,
+    snprintf(out->method, sizeof out->method, "%.330s%s", h->r.method,
              k->emulated ? "; EMULATED: qemu wall time, not a speed" : "");
-    out->has_icount = h->has_icount;
-    out->cycles = h->cycles;
+    out->has_icount = h->r.has_icount;
+    out->cycles = h->r.cycles;
     plat_task_work(t, &out->flops, &out->bytes);
-    for (int i = 0; i < h->n_times; i++) {
+    for (int i = 0; i < h->r.n_times; i++) {
         if (i == 0) {
-            out->median_ns = h->times[0].med;
-            out->min_ns = h->times[0].min;
-            out->spread = h->times[0].spread;
-            out->repeats = h->times[0].reps;
-            out->warmup = h->times[0].warm;
-            out->icount = h->icount[0][0];
-            out->icount_vector = h->icount[0][1];
-            out->icount_vmem = h->icount[0][2];
+            out->median_ns = h->r.times[0].med;
+            out->min_ns = h->r.times[0].min;
+            out->spread = h->r.times[0].spread;
+            out->repeats = h->r.times[0].reps;
+            out->warmup = h->r.times[0].warm;
+            out->icount = h->r.icount[0][0];
+            out->icount_vector = h->r.icount[0][1];
+            out->icount_vmem = h->r.icount[0][2];
             continue;
         }
         if (out->n_baselines >= PLAT_MAX_BASELINES)
             break;
         struct plat_baseline *bl = &out->base[out->n_baselines++];
-        snprintf(bl->name, sizeof bl->name, "%s", h->times[i].name);
-        bl->median_ns = h->times[i].med;
-        bl->min_ns = h->times[i].min;
-        bl->icount = h->icount[i][0];
+        snprintf(bl->name, sizeof bl->name, "%s", h->r.times[i].name);
+        bl->median_ns = h->r.times[i].med;
+        bl->min_ns = h->r.times[i].min;
+        bl->icount = h->r.icount[i][0];
         if (!k->emulated && out->median_ns > 0)
             bl->ratio = bl->median_ns / out->median_ns;
-        else if (k->emulated && h->has_icount && out->icount > 0)
+        else if (k->emulated && h->r.has_icount && out->icount > 0)
             bl->ratio = (double)bl->icount / (double)out->icount;
         else
             bl->ratio = 0; /* not claimed */

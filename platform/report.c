@@ -1,0 +1,73 @@
+/* platform/report.c - parse a harness report. See report.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "platform/report.h"
+
+enum plat_fail plat_fail_parse(const char *s)
+{
+    for (int f = 0; f < PLAT_FAIL_COUNT; f++)
+        if (strcmp(plat_fail_name((enum plat_fail)f), s) == 0)
+            return (enum plat_fail)f;
+    return PLAT_FAIL_HARNESS;
+}
+
+void plat_report_parse(char *text, struct plat_report *h)
+{
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (strcmp(line, "done") == 0) {
+            h->done = 1;
+        } else if (strncmp(line, "fail ", 5) == 0) {
+            char reason[48] = "";
+            int sig = 0, off = 0;
+            if (sscanf(line + 5, "%47s %d %n", reason, &sig, &off) >= 2 && h->fail == PLAT_FAIL_NONE) {
+                h->fail = plat_fail_parse(reason);
+                h->fail_sig = sig;
+                snprintf(h->fail_detail, sizeof h->fail_detail, "%s", line + 5 + off);
+            }
+        } else if (strncmp(line, "case ", 5) == 0 && h->n_cases < PLAT_MAX_CASES) {
+            struct plat_case *c = &h->cases[h->n_cases];
+            char label[48], reason[48];
+            unsigned long long v[6], fb;
+            int pass;
+            if (sscanf(line + 5, "%47s %llu %llu %llu %llu %llu %llu %d %47s %lf %lf %lf %llu", label,
+                       &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &pass, reason, &c->max_abs,
+                       &c->max_rel, &c->norm_err, &fb) == 13) {
+                snprintf(c->label, sizeof c->label, "%s", label);
+                c->n = v[0]; c->rows = v[1]; c->cols = v[2]; c->m = v[3]; c->k = v[4]; c->batch = v[5];
+                c->pass = pass;
+                c->reason = plat_fail_parse(reason);
+                c->first_bad = fb;
+                h->n_cases++;
+            }
+        } else if (strncmp(line, "time ", 5) == 0 && h->n_times < PLAT_MAX_BASELINES + 1) {
+            struct plat_report_time *t = &h->times[h->n_times];
+            char name[PLAT_NAME_MAX];
+            if (sscanf(line + 5, "%63s %lf %lf %lf %d %d", name, &t->med, &t->min, &t->spread,
+                       &t->reps, &t->warm) == 6) {
+                snprintf(t->name, sizeof t->name, "%s", name);
+                h->n_times++;
+            }
+        } else if (strncmp(line, "cycles ", 7) == 0) {
+            h->cycles = strtoull(line + 7, NULL, 10);
+        } else if (strncmp(line, "method ", 7) == 0) {
+            size_t l = strlen(h->method);
+            snprintf(h->method + l, sizeof h->method - l, "%s%s", l ? "; " : "", line + 7);
+        } else if (strncmp(line, "region ", 7) == 0) {
+            /* from the qemu plugin (platform/k3/qemu/icount_plugin.c):
+             * region IDX insns N vector_ops N vector_mem N vsetvl N */
+            int region;
+            unsigned long long a, b, c;
+            if (sscanf(line + 7, "%d insns %llu vector_ops %llu vector_mem %llu", &region, &a, &b,
+                       &c) == 4 && region >= 0 &&
+                region <= PLAT_MAX_BASELINES) {
+                h->icount[region][0] = a;
+                h->icount[region][1] = b;
+                h->icount[region][2] = c;
+                h->has_icount = 1;
+            }
+        }
+    }
+}

@@ -1,0 +1,51 @@
+/*
+ * platform/report.h - the report a target's harness program prints, line by
+ * line, and its parser: shared by every target whose harness speaks it (the
+ * K3 harness, platform/k3/embed/harness.c, and the Ascend host program,
+ * platform/ascend/embed/host.cpp).
+ *
+ *   done                                   the program finished its work
+ *   fail REASON SIG DETAIL...              the first failure (plat_fail_name)
+ *   case LABEL n rows cols m k batch PASS REASON max_abs max_rel norm first_bad
+ *   time NAME median min spread reps warm  one timed kernel or baseline
+ *   cycles N                               hardware cycles, when available
+ *   method TEXT                            how the figures were obtained (appended)
+ *   region IDX insns N vector_ops N vector_mem N ...   from the qemu icount plugin
+ *
+ * Lines that do not parse are ignored: the caller judges a run by `done`.
+ * Every array is capped; extra lines are dropped.
+ */
+#ifndef KOPE_PLATFORM_REPORT_H
+#define KOPE_PLATFORM_REPORT_H
+
+#include <stdint.h>
+
+#include "platform/platform.h"
+
+struct plat_report_time {
+    char name[PLAT_NAME_MAX];
+    double med, min, spread;
+    int reps, warm;
+};
+
+struct plat_report {
+    int done;
+    enum plat_fail fail;          /* from a `fail` line, NONE if none */
+    int fail_sig;
+    char fail_detail[PLAT_DETAIL_MAX];
+    struct plat_case cases[PLAT_MAX_CASES];
+    int n_cases;
+    struct plat_report_time times[PLAT_MAX_BASELINES + 1];
+    int n_times;
+    char method[400];
+    uint64_t icount[PLAT_MAX_BASELINES + 1][3];
+    int has_icount;
+    uint64_t cycles;
+};
+
+/* The failure named s (as plat_fail_name prints it); PLAT_FAIL_HARNESS if unknown. */
+enum plat_fail plat_fail_parse(const char *s);
+/* Parse a report into *h, which the caller zeroed (text is modified). */
+void plat_report_parse(char *text, struct plat_report *h);
+
+#endif
