@@ -185,7 +185,7 @@ static int do_import(struct cli *c, const char *path)
         graph_free(&g);
         return CLI_FAIL;
     }
-    struct graph_import_opts opts = {sync_trust_check, trust, SYNC_MAX_PENDING};
+    struct graph_import_opts opts = {sync_trust_check, trust, SYNC_MAX_PENDING, 0};
     int rc = graph_import_opts(&g, in, trust ? &opts : NULL, &s);
     net_trust_free(trust);
     if (in != stdin)

@@ -18,6 +18,7 @@
 #include "core/canon.h"
 #include "core/err.h"
 #include "core/graph.h"
+#include "core/spill.h"
 #include "core/util.h"
 #include "net/crypto.h"
 #include "platform/platform.h"
@@ -1188,6 +1189,7 @@ struct graph_importer {
     struct graph_import_stats *stats;
     struct graph_import_opts opts;
     struct buf canon;      /* scratch: a record's canonical form */
+    struct buf scratch;    /* scratch: a buffered entry */
     char why[160];         /* why the last checkpoint of this origin was not trusted */
     int header_seen, header_bad;
     int have_origin;
@@ -1195,8 +1197,9 @@ struct graph_importer {
     int poisoned;          /* a record of this origin failed: the rest is rejected */
     uint8_t pubkey[NET_PUBKEY_MAX];
     size_t pubkey_len;
-    int in_tx;
-    int64_t pending;       /* records written in the open, uncommitted transaction */
+    struct spill pend;     /* the run so far (blobs and verified records), not yet written */
+    int64_t pending;       /* records in pend */
+    int64_t stored_head;   /* the origin's head in the store (head, below, includes pend) */
     int first_rc;
     int64_t line_no;
     int head_known;        /* head/head_id below mirror the store */
@@ -1220,28 +1223,220 @@ static int imp_fail(struct graph_importer *im, int rc, const char *fmt, ...)
     return rc;
 }
 
-/* Abandon the uncommitted run: its records were never covered by a checkpoint.
- * A transaction holding only blobs (sent ahead of their origin's records) is
- * kept open unless force is set. */
+/* Abandon the buffered run: its records were never covered by a checkpoint.
+ * A buffer holding only blobs (sent ahead of their origin's records) is
+ * kept unless force is set. */
 static void imp_drop(struct graph_importer *im, int force)
 {
-    im->head_known = 0; /* a rollback moves the head back */
-    if (im->in_tx && (im->pending || force)) {
-        store_rollback(im->g->st);
-        im->in_tx = 0;
-    }
+    im->head_known = 0; /* the head goes back to the store's */
+    if (im->pending || force)
+        spill_reset(&im->pend);
     im->stats->rejected += im->pending;
     im->pending = 0;
 }
 
-static int imp_begin(struct graph_importer *im)
+/* ---- the buffered run: entries of struct spill, written at its checkpoint.
+ * 'B' hash[32] text | 'R' id origin prev task [32 each], seq, flags, kind,
+ * target, canon, blobs, then the retrieval keys. Strings carry their NUL so
+ * they are used in place; a NULL string is length 0xffffffff. */
+enum { PEND_PREV = 1, PEND_TASK = 2, PEND_TKEY = 4, PEND_EKEY = 8, PEND_SPEEDUP = 16, PEND_SHARE = 32 };
+
+static void enc_u32(struct buf *b, uint32_t v)
 {
-    if (im->in_tx)
-        return 0;
-    int rc = store_begin(im->g->st);
+    uint8_t h[4] = {(uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v};
+    buf_add(b, h, 4);
+}
+
+static void enc_str(struct buf *b, const char *t)
+{
+    if (!t) {
+        enc_u32(b, 0xffffffffu);
+        return;
+    }
+    size_t n = strlen(t) + 1;
+    enc_u32(b, (uint32_t)n);
+    buf_add(b, t, n);
+}
+
+struct dec {
+    const uint8_t *p;
+    size_t n, off;
+    int bad;
+};
+
+static const void *dec_take(struct dec *d, size_t n)
+{
+    if (d->bad || n > d->n - d->off) {
+        d->bad = 1;
+        return NULL;
+    }
+    d->off += n;
+    return d->p + d->off - n;
+}
+
+static uint32_t dec_u32(struct dec *d)
+{
+    const uint8_t *h = dec_take(d, 4);
+    return h ? (uint32_t)h[0] << 24 | (uint32_t)h[1] << 16 | (uint32_t)h[2] << 8 | h[3] : 0;
+}
+
+static void dec_copy(struct dec *d, void *out, size_t n)
+{
+    const void *p = dec_take(d, n);
+    if (p)
+        memcpy(out, p, n);
+    else
+        memset(out, 0, n);
+}
+
+static const char *dec_str(struct dec *d)
+{
+    uint32_t n = dec_u32(d);
+    if (n == 0xffffffffu)
+        return NULL;
+    const char *t = dec_take(d, n);
+    if (t && (n == 0 || t[n - 1] != '\0'))
+        d->bad = 1;
+    return d->bad ? NULL : t;
+}
+
+/* Buffer a verified record (r, keys) of the run. */
+static int pend_record(struct graph_importer *im, struct buf *b, const struct store_rec *r)
+{
+    uint8_t flags = (uint8_t)((r->has_prev ? PEND_PREV : 0) | (r->has_task ? PEND_TASK : 0) |
+                              (r->task_key ? PEND_TKEY : 0) | (r->exp_key ? PEND_EKEY : 0) |
+                              (r->exp_key && r->exp_key->has_speedup ? PEND_SPEEDUP : 0) |
+                              (r->exp_key && r->exp_key->has_share ? PEND_SHARE : 0));
+    buf_reset(b);
+    buf_addc(b, 'R');
+    buf_add(b, r->id, 32);
+    buf_add(b, r->origin, 32);
+    buf_add(b, r->prev, 32);
+    buf_add(b, r->task, 32);
+    buf_add(b, &r->seq, sizeof r->seq);
+    buf_addc(b, (char)flags);
+    enc_str(b, r->kind);
+    enc_str(b, r->target);
+    enc_u32(b, (uint32_t)r->canon_len);
+    buf_add(b, r->canon, r->canon_len);
+    enc_u32(b, (uint32_t)r->n_blobs);
+    buf_add(b, r->blobs, r->n_blobs * 32);
+    if (r->task_key) {
+        const struct store_task_idx *t = r->task_key;
+        double v[6] = {t->n, t->rows, t->cols, t->m, t->k, t->batch};
+        enc_str(b, t->op);
+        enc_str(b, t->dtype);
+        buf_add(b, v, sizeof v);
+    }
+    if (r->exp_key) {
+        const struct store_exp_idx *e = r->exp_key;
+        double v[2] = {e->speedup, e->share};
+        enc_str(b, e->parent);
+        enc_str(b, e->status);
+        enc_str(b, e->reason);
+        buf_add(b, v, sizeof v);
+    }
+    if (buf_err(b))
+        return imp_fail(im, buf_err(b), "a record too large to buffer");
+    int rc = spill_add(&im->pend, b->p, b->len);
     if (rc)
-        return imp_fail(im, rc, "%s", store_errmsg(im->g->st));
-    im->in_tx = 1;
+        return imp_fail(im, rc, rc == KOPE_ERR_TOOBIG ? "a run over the buffer's cap without a trusted checkpoint"
+                                                     : "cannot buffer the run (temporary file)");
+    return 0;
+}
+
+struct pend_write {
+    struct graph_importer *im;
+    int64_t dups;
+};
+
+static int pend_write_one(void *ctx, const uint8_t *p, size_t n)
+{
+    struct pend_write *w = ctx;
+    struct store *st = w->im->g->st;
+    struct dec d = {p, n, 1, 0};
+    if (n && p[0] == 'B') {
+        uint8_t h[32];
+        dec_copy(&d, h, 32);
+        return d.bad ? KOPE_ERR_INTERNAL : store_blob_put(st, h, p + d.off, n - d.off);
+    }
+    struct store_rec r;
+    struct store_task_idx t;
+    struct store_exp_idx e;
+    uint8_t (*blobs)[32] = NULL;
+    memset(&r, 0, sizeof r);
+    memset(&t, 0, sizeof t);
+    memset(&e, 0, sizeof e);
+    dec_copy(&d, r.id, 32);
+    dec_copy(&d, r.origin, 32);
+    dec_copy(&d, r.prev, 32);
+    dec_copy(&d, r.task, 32);
+    dec_copy(&d, &r.seq, sizeof r.seq);
+    uint8_t flags = 0;
+    dec_copy(&d, &flags, 1);
+    r.has_prev = !!(flags & PEND_PREV);
+    r.has_task = !!(flags & PEND_TASK);
+    r.kind = dec_str(&d);
+    r.target = dec_str(&d);
+    r.canon_len = dec_u32(&d);
+    r.canon = dec_take(&d, r.canon_len);
+    r.n_blobs = dec_u32(&d);
+    const uint8_t *bl = dec_take(&d, r.n_blobs * 32);
+    if (bl && r.n_blobs && !(blobs = malloc(r.n_blobs * 32)))
+        return KOPE_ERR_NOMEM;
+    if (blobs)
+        memcpy(blobs, bl, r.n_blobs * 32); /* aligned for the store */
+    r.blobs = (const uint8_t(*)[32])blobs;
+    if (flags & PEND_TKEY) {
+        double v[6];
+        t.op = dec_str(&d);
+        t.dtype = dec_str(&d);
+        dec_copy(&d, v, sizeof v);
+        t.n = v[0], t.rows = v[1], t.cols = v[2], t.m = v[3], t.k = v[4], t.batch = v[5];
+        r.task_key = &t;
+    }
+    if (flags & PEND_EKEY) {
+        double v[2];
+        e.parent = dec_str(&d);
+        e.status = dec_str(&d);
+        e.reason = dec_str(&d);
+        dec_copy(&d, v, sizeof v);
+        e.has_speedup = !!(flags & PEND_SPEEDUP);
+        e.has_share = !!(flags & PEND_SHARE);
+        e.speedup = v[0];
+        e.share = v[1];
+        r.exp_key = &e;
+    }
+    int rc = d.bad || !r.kind || !r.target ? KOPE_ERR_INTERNAL : store_rec_put(st, &r);
+    free(blobs);
+    if (rc == 1) { /* another session stored it meanwhile: merging is a union */
+        w->dups++;
+        rc = 0;
+    }
+    return rc;
+}
+
+/* The run is covered by a trusted checkpoint of origin at seq: write it in
+ * one short transaction (the only time an import holds the write lock). */
+static int imp_commit(struct graph_importer *im, const uint8_t origin[32], int64_t seq)
+{
+    struct store *st = im->g->st;
+    struct pend_write w = {im, 0};
+    int rc = store_begin(st);
+    if (rc)
+        return imp_fail(im, rc, "%s", store_errmsg(st));
+    if ((rc = spill_each(&im->pend, pend_write_one, &w)) || (rc = store_origin_set_ckpt(st, origin, seq)) ||
+        (rc = store_commit(st))) {
+        imp_fail(im, rc == STORE_ERR_NOTFOUND ? KOPE_ERR_BLOB : rc, "cannot store the run: %s",
+                 rc == STORE_ERR_NOTFOUND ? "a record references a blob that was not sent" : store_errmsg(st));
+        store_rollback(st);
+        return rc;
+    }
+    spill_reset(&im->pend);
+    im->stats->accepted += im->pending - w.dups;
+    im->stats->duplicates += w.dups;
+    im->pending = 0;
+    im->stored_head = seq;
     return 0;
 }
 
@@ -1266,6 +1461,13 @@ static int hex32(const cJSON *v, uint8_t out[32])
     return cJSON_IsString(v) && v->valuestring && strlen(v->valuestring) == 64 &&
                    util_unhex(v->valuestring, out, 32) == 0
                ? 0 : KOPE_ERR_PARSE;
+}
+
+static int exists_cb(void *ctx, const struct store_rec *r)
+{
+    (void)ctx;
+    (void)r;
+    return 1;
 }
 
 /* Public key of an origin from its stored identity record (seq 1). */
@@ -1294,14 +1496,19 @@ static int imp_blob(struct graph_importer *im, cJSON *line)
     net_sha256(text->valuestring, len, got);
     if (memcmp(want, got, 32) != 0)
         return imp_fail(im, KOPE_ERR_BLOB, "blob content does not match its hash");
-    /* A blob joins the open transaction: it is kept if the run that
-     * references it is, and rolled back with it otherwise. */
-    int rc = imp_begin(im);
-    if (!rc && (rc = store_blob_put(im->g->st, want, text->valuestring, len)))
-        return imp_fail(im, rc, "%s", store_errmsg(im->g->st));
-    if (!rc)
-        im->stats->blobs++;
-    return rc;
+    /* A blob joins the buffered run: it is kept if the run that references
+     * it is, and dropped with it otherwise. */
+    struct buf *b = &im->scratch;
+    buf_reset(b);
+    buf_addc(b, 'B');
+    buf_add(b, want, 32);
+    buf_add(b, text->valuestring, len);
+    int rc = buf_err(b) ? buf_err(b) : spill_add(&im->pend, b->p, b->len);
+    if (rc)
+        return imp_fail(im, rc, rc == KOPE_ERR_TOOBIG ? "a run over the buffer's cap without a trusted checkpoint"
+                                                     : "cannot buffer the run (temporary file)");
+    im->stats->blobs++;
+    return 0;
 }
 
 static int imp_record(struct graph_importer *im, cJSON *rec)
@@ -1384,26 +1591,25 @@ static int imp_record(struct graph_importer *im, cJSON *rec)
             return imp_fail(im, rc, "%s", store_errmsg(im->g->st));
         }
         im->head_known = 1;
+        im->stored_head = im->head;
     }
     int64_t head = im->head;
     const uint8_t *head_id = im->head_id;
     const char *k = kind->valuestring;
     rc = 0;
-    if (s <= head) {
-        /* Already have this seq: a duplicate if the id matches, else a fork. */
-        r.seq = s;
-        memcpy(r.origin, origin, 32);
-        memcpy(r.id, id, 32);
-        r.kind = k;
-        r.target = target->valuestring;
-        r.canon = canon->p;
-        r.canon_len = canon->len;
-        rc = store_rec_put(im->g->st, &r) == 1 ? 1 : KOPE_ERR_CHAIN;
-        if (rc == 1) {
+    if (s <= im->stored_head) {
+        /* Already have this seq: a duplicate if this very id is stored (the
+         * id hashes origin and seq too), else a fork. A read: no lock. */
+        int q = store_rec_query(im->g->st, STORE_Q_ID, id, 0, exists_cb, NULL);
+        if (q == 1) {
             im->stats->duplicates++;
             return 0;
         }
+        if (q != STORE_ERR_NOTFOUND && q != 0)
+            return imp_fail(im, q, "%s", store_errmsg(im->g->st));
         rc = imp_fail(im, KOPE_ERR_CHAIN, "fork: a different record already holds this origin's seq");
+    } else if (s <= head) {
+        rc = imp_fail(im, KOPE_ERR_CHAIN, "a seq repeated inside one uncommitted run");
     } else if (s != head + 1) {
         rc = imp_fail(im, KOPE_ERR_CHAIN, "gap in the chain (records missing or out of order)");
     } else if (s > 1 && memcmp(prev, head_id, 32) != 0) {
@@ -1460,9 +1666,8 @@ static int imp_record(struct graph_importer *im, cJSON *rec)
         return 0; /* keep reading: other origins may be fine */
     }
 
-    /* 7. write inside the run's transaction; commit at a valid checkpoint */
-    if ((rc = imp_begin(im)))
-        return rc;
+    /* 7. buffer the record with its run; write the run at a trusted
+     * checkpoint (imp_commit), never while waiting for the rest of it */
     memcpy(r.id, id, 32);
     memcpy(r.origin, origin, 32);
     r.seq = s;
@@ -1477,14 +1682,11 @@ static int imp_record(struct graph_importer *im, cJSON *rec)
     r.n_blobs = n_blobs;
     struct rec_keys keys;
     keys_fill(&keys, k, body, n_parents ? parents[0] : NULL, &r);
-    rc = store_rec_put(im->g->st, &r);
-    if (rc < 0) {
-        imp_fail(im, rc == STORE_ERR_NOTFOUND ? KOPE_ERR_BLOB : rc, "cannot store record: %s",
-                 store_errmsg(im->g->st));
+    if ((rc = pend_record(im, &im->scratch, &r))) {
         imp_drop(im, 0);
         im->poisoned = 1;
         im->stats->rejected++;
-        return rc == STORE_ERR_FULL || rc == STORE_ERR_BUSY || rc == STORE_ERR_READONLY ? rc : 0;
+        return rc == KOPE_ERR_NOMEM ? rc : 0;
     }
     im->pending++;
     im->head = s;
@@ -1498,14 +1700,11 @@ static int imp_record(struct graph_importer *im, cJSON *rec)
     }
     if (strcmp(k, "checkpoint") == 0 && !untrusted) {
         im->why[0] = '\0';
-        if ((rc = store_origin_set_ckpt(im->g->st, origin, s)) || (rc = store_commit(im->g->st))) {
-            imp_fail(im, rc, "commit failed: %s", store_errmsg(im->g->st));
+        if ((rc = imp_commit(im, origin, s))) {
             imp_drop(im, 1);
-            return rc;
+            im->poisoned = 1;
+            return rc == STORE_ERR_FULL || rc == STORE_ERR_BUSY || rc == STORE_ERR_READONLY ? rc : 0;
         }
-        im->in_tx = 0;
-        im->stats->accepted += im->pending;
-        im->pending = 0;
     }
     return 0;
 }
@@ -1525,6 +1724,9 @@ int graph_importer_begin(struct graph *g, const struct graph_import_opts *opts,
     if (opts)
         im->opts = *opts;
     buf_init(&im->canon, GRAPH_RECORD_MAX);
+    buf_init(&im->scratch, GRAPH_LINE_MAX + 1024);
+    spill_init(&im->pend, GRAPH_PENDING_MEM, im->opts.max_pending_bytes > 0 ? (uint64_t)im->opts.max_pending_bytes
+                                                                           : GRAPH_PENDING_MAX);
     store_set_cache_bytes(g->st, STORE_CACHE_BULK); /* see store.h */
     *out = im;
     return 0;
@@ -1585,6 +1787,8 @@ static void importer_free(struct graph_importer *im)
     if (g->key)
         load_own_head(g);
     buf_free(&im->canon);
+    buf_free(&im->scratch);
+    spill_free(&im->pend);
     free(im);
 }
 

@@ -205,7 +205,16 @@ struct graph_import_opts {
     graph_trust_fn *trust; /* NULL: self-consistency only (a file of one's own) */
     void *trust_ctx;
     int64_t max_pending;   /* cap on records held uncommitted for one run; 0 = none */
+    int64_t max_pending_bytes; /* cap on the buffered run's bytes; 0 = GRAPH_PENDING_MAX */
 };
+/* A run is buffered (in memory up to GRAPH_PENDING_MEM, then in a temp
+ * file) until its trusted checkpoint, then written in one transaction. */
+#ifndef GRAPH_PENDING_MEM
+#define GRAPH_PENDING_MEM (4u << 20)
+#endif
+#ifndef GRAPH_PENDING_MAX
+#define GRAPH_PENDING_MAX (1ull << 30)
+#endif
 int graph_import_opts(struct graph *g, FILE *in, const struct graph_import_opts *opts,
                       struct graph_import_stats *stats);
 

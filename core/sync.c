@@ -348,7 +348,7 @@ static int recv_delta(struct sess *s)
     struct graph_import_stats is;
     struct graph_importer *im = NULL;
     struct graph_import_opts io = {sync_trust_check, s->o->trust,
-                                   s->o->max_pending > 0 ? s->o->max_pending : SYNC_MAX_PENDING};
+                                   s->o->max_pending > 0 ? s->o->max_pending : SYNC_MAX_PENDING, 0};
     int64_t lines = 0;
     cJSON *end = NULL, *done = NULL;
     int rc, stopped = 0;

@@ -1549,6 +1549,58 @@ static void test_import_stop_drains(void **s)
     world_close(&w);
 }
 
+/* An enrolled member sends the start of a run and then stalls: it holds no
+ * write lock meanwhile (the run is buffered until its checkpoint), so a
+ * local writer (`kope run`) and another peer's sync go through at once,
+ * also while 16 connections that never finish the handshake are open. */
+static void test_stalled_member_blocks_nobody(void **s)
+{
+    (void)s;
+    struct world w;
+    struct raw r;
+    struct flood f;
+    pthread_t th;
+    int n;
+    world_open(&w, "hold", 5000);
+    srv_limits(&w.srv, 2000, 0, 0, 0);
+    char **l = shard_lines(&w.a, NULL, &n);
+    int last_ckpt = -1;
+    for (int i = 0; i < n; i++)
+        if (strstr(l[i], "\"kind\":\"checkpoint\""))
+            last_ckpt = i;
+    assert_true(last_ckpt > 2 && !strstr(l[last_ckpt - 1], "\"kind\":\"checkpoint\""));
+    raw_open(&r, &w.a, &w.srv);
+    raw_hello(&r, "{}");
+    for (int i = 0; i < last_ckpt; i++) /* all but the last checkpoint: a run left open */
+        raw_send(&r, NET_SYNC_LINE, l[i]);
+    assert_int_equal(net_peer_flush(r.p), 0);
+    for (int k = 0; k < 16; k++)
+        f.fd[k] = tcp_open(&w.srv);
+    f.stop = 0;
+    assert_int_equal(pthread_create(&th, NULL, flood_main, &f), 0);
+    usleep((useconds_t)test_ms(400) * 1000); /* the server has read the lines */
+    /* a local writer that would give up after 2 s on a held lock (and
+     * fail the test: dev_work asserts) */
+    store_set_busy_timeout(w.s.st, test_ms(2000));
+    uint64_t t0 = util_now_ns();
+    dev_work(&w.s, "local", 3, 0);
+    double secs = (double)(util_now_ns() - t0) / 1e9;
+    assert_true(secs < test_ms(1000) / 1000.0);
+    store_set_busy_timeout(w.s.st, 5000);
+    /* and another enrolled peer */
+    assert_still_serving(&w);
+    f.stop = 1;
+    pthread_join(th, NULL);
+    for (int k = 0; k < 16; k++)
+        if (f.fd[k] >= 0)
+            close(f.fd[k]);
+    /* the member's last run was never covered: it is not stored */
+    raw_close(&r, 1);
+    assert_true(origin_seq(&w.s, &w.a) < w.a.g.seq);
+    lines_free(l, n);
+    world_close(&w);
+}
+
 /* Cut at random points during a large sync, resumed until complete. */
 static void test_cut_and_resume(void **s)
 {
@@ -1813,6 +1865,7 @@ int main(void)
         cmocka_unit_test(test_per_cert_limit),
         cmocka_unit_test(test_hostile_log_text),
         cmocka_unit_test(test_import_stop_drains),
+        cmocka_unit_test(test_stalled_member_blocks_nobody),
         cmocka_unit_test(test_cut_and_resume),
         cmocka_unit_test(test_ascend_experience_reaches_k3_prompt),
         cmocka_unit_test(test_cli_two_processes),
