@@ -243,7 +243,7 @@ static double sync_with(struct dev *d, const char *key_pem, const char *cert_pem
         (rc = net_trust_new(ca_cert, &t, err, sizeof err)) ||
         (rc = net_peer_connect(c, "127.0.0.1", s->port, &p, err, sizeof err)))
         die(err, rc);
-    struct sync_opts o = {t, 0, NULL};
+    struct sync_opts o = {t, 0, NULL, 0, NULL};
     if ((rc = sync_session(&d->g, p, 1, &o, st)))
         die(st->error, rc);
     net_peer_close(p);
@@ -331,7 +331,7 @@ int main(int argc, char **argv)
             sessions++;
             if (cuts < 5) /* within the first 8 MB of what is left of the ~53 MB */
                 net_peer_fault_cut(p, 100000 + (uint64_t)(rand() % 8000000));
-            struct sync_opts o = {t, 0, NULL};
+            struct sync_opts o = {t, 0, NULL, 0, NULL};
             rc = sync_session(&res.g, p, 1, &o, &st);
             if (rc)
                 net_peer_abort(p);

@@ -473,7 +473,7 @@ static int sync_one(struct cli *c, struct fleet_ctx *f, const char *peer)
     char host[256], port[16], err[320];
     struct net_peer *p = NULL;
     struct sync_stats st;
-    struct sync_opts o = {f->trust, 0, NULL};
+    struct sync_opts o = {f->trust, 0, NULL, 0, NULL};
     struct graph g;
     if (split_hostport(peer, host, sizeof host, port, sizeof port)) {
         fprintf(stderr, "kope sync: '%s' is not HOST:PORT\n", peer);

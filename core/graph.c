@@ -1740,6 +1740,13 @@ static void imp_line_toobig(struct graph_importer *im)
     im->stats->rejected++;
 }
 
+void graph_importer_skip_line(struct graph_importer *im, const char *why)
+{
+    im->line_no++;
+    imp_fail(im, KOPE_ERR_TOOBIG, "%s", why);
+    im->stats->rejected++;
+}
+
 int graph_importer_feed_line(struct graph_importer *im, const char *line, size_t len)
 {
     im->line_no++;

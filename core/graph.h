@@ -231,6 +231,9 @@ int graph_importer_begin(struct graph *g, const struct graph_import_opts *opts,
                          struct graph_import_stats *stats, struct graph_importer **out);
 int graph_importer_feed_line(struct graph_importer *im, const char *line, size_t len);
 int graph_importer_end(struct graph_importer *im);
+/* A line the caller refused unread (over a memory budget): counted as
+ * rejected with why as the reason, like a line over the length cap. */
+void graph_importer_skip_line(struct graph_importer *im, const char *why);
 void graph_importer_abort(struct graph_importer *im);
 
 /* Version vector {origin-hex: head seq} as JSON text (heap, caller frees). */

@@ -38,7 +38,105 @@ struct sess {
     int type;
     int done_sent, done_recv; /* both: the exchange ran to its end */
     int peer_gave_up;         /* the peer sent ERROR: no answer is due */
+    int64_t budget;           /* this session's memory budget */
+    int64_t held;             /* reserved now: base + frame buffer (+ a parse, briefly) */
+    int64_t frame_held;       /* of which for the frame buffer */
+    char mem_why[160];        /* why the last reservation failed */
 };
+
+/* ------------------------------------------------------------------ memory budget */
+
+static pthread_mutex_t mem_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* What a session holds besides frames and parses: the run buffer's memory
+ * part, TLS records, scratch. */
+#define SYNC_MEM_BASE ((int64_t)GRAPH_PENDING_MEM + (512 << 10))
+
+/* Reserve n bytes for this session: within its own budget, and from the
+ * shared pool, waiting up to 2 s for other sessions to give some back.
+ * 0, NET_ERR_FRAME_BIG (over the session's budget: never fits) or
+ * NET_ERR_BUSY (the server's budget stayed full). */
+static int mem_take(struct sess *s, int64_t n)
+{
+    if (n <= 0)
+        return 0;
+    if (s->held + n > s->budget) {
+        snprintf(s->mem_why, sizeof s->mem_why, "%lld bytes over this session's memory budget (%lld)",
+                 (long long)(s->held + n - s->budget), (long long)s->budget);
+        return NET_ERR_FRAME_BIG;
+    }
+    struct sync_mem *m = s->o->pool;
+    for (int i = 0; m; i++) {
+        pthread_mutex_lock(&mem_mu);
+        int ok = m->used + n <= m->max;
+        if (ok) {
+            m->used += n;
+            if (m->used > m->peak)
+                m->peak = m->used;
+        }
+        pthread_mutex_unlock(&mem_mu);
+        if (ok)
+            break;
+        if (i == 400) {
+            snprintf(s->mem_why, sizeof s->mem_why, "the server's memory budget (%lld bytes) is in use",
+                     (long long)m->max);
+            return NET_ERR_BUSY;
+        }
+        usleep(5000);
+    }
+    s->held += n;
+    return 0;
+}
+
+static void mem_give(struct sess *s, int64_t n)
+{
+    if (n <= 0)
+        return;
+    if (s->o->pool) {
+        pthread_mutex_lock(&mem_mu);
+        s->o->pool->used -= n;
+        pthread_mutex_unlock(&mem_mu);
+    }
+    s->held -= n;
+}
+
+/* An upper bound of what cJSON allocates to parse text, known before
+ * parsing: a node (struct + malloc overhead) per value - every value but
+ * the first follows one of , [ { : outside a string - and a copy of every
+ * string and key. A line at the frame cap may cost 40x its size. */
+static int64_t json_cost(const uint8_t *p, size_t n)
+{
+    int64_t nodes = 1, strings = 0;
+    int in = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t c = p[i];
+        if (in) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in = 0;
+        } else if (c == '"') {
+            in = 1;
+            strings++;
+        } else if (c == ',' || c == '[' || c == '{' || c == ':') {
+            nodes++;
+        }
+    }
+    return (int64_t)n + nodes * (int64_t)(sizeof(cJSON) + 16) + strings * 32;
+}
+
+/* Frame admission (before a payload byte is read): the buffer must fit. */
+static int frame_admit(void *ctx, int type, size_t len)
+{
+    struct sess *s = ctx;
+    (void)type;
+    int64_t need = (int64_t)len + 1 - s->frame_held;
+    int rc = mem_take(s, need);
+    if (!rc && need > 0)
+        s->frame_held += need;
+    return rc;
+}
+
 
 static int fail(struct sess *s, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(struct sess *s, int rc, const char *fmt, ...)
@@ -77,7 +175,18 @@ static void send_error(struct sess *s, const char *msg)
 static int read_frame(struct sess *s, const char *waiting_for)
 {
     char why[160];
-    int rc = net_peer_frame_read(s->p, &s->type, &s->buf, &s->cap, &s->len);
+    if (s->frame_held > (1 << 20)) { /* a big frame is done with: give its memory back */
+        free(s->buf);
+        s->buf = NULL;
+        s->cap = 0;
+        mem_give(s, s->frame_held);
+        s->frame_held = 0;
+    }
+    s->mem_why[0] = '\0';
+    int rc = net_peer_frame_read_admit(s->p, frame_admit, s, &s->type, &s->buf, &s->cap, &s->len);
+    if (s->mem_why[0])
+        return fail(s, rc, "%s frame of %zu bytes refused unread while waiting for %s: %s",
+                    net_sync_type_name(s->type), s->len, waiting_for, s->mem_why);
     if (rc == NET_ERR_DEADLINE || rc == NET_ERR_SLOW || rc == NET_ERR_BUSY || rc == NET_ERR_TIMEOUT) {
         net_peer_limit_text(s->p, why, sizeof why);
         return fail(s, rc, "%s while waiting for %s", why, waiting_for);
@@ -108,6 +217,10 @@ static int expect_json(struct sess *s, int type, const char *what, cJSON **out)
     *out = NULL;
     if (s->type != type)
         return fail(s, NET_ERR_PEER, "expected a %s frame, got %s", what, net_sync_type_name(s->type));
+    /* kept reserved until the session ends: the peer's vector lives as long */
+    int rc = mem_take(s, json_cost(s->buf, s->len));
+    if (rc)
+        return fail(s, rc, "%s frame refused before parsing: %s", what, s->mem_why);
     cJSON *j = cJSON_ParseWithLength((const char *)s->buf, s->len);
     if (!cJSON_IsObject(j)) {
         cJSON_Delete(j);
@@ -368,7 +481,21 @@ static int recv_delta(struct sess *s)
         lines++;
         if (stopped)
             continue; /* draining: the peer's stream is read to its end */
-        if ((rc = graph_importer_feed_line(im, (const char *)s->buf, s->len))) {
+        int64_t cost = json_cost(s->buf, s->len);
+        s->mem_why[0] = '\0';
+        if ((rc = mem_take(s, cost)) == NET_ERR_FRAME_BIG) {
+            char why[320];
+            snprintf(why, sizeof why, "line refused before parsing: parsing it would take %lld bytes, %s",
+                     (long long)cost, s->mem_why);
+            graph_importer_skip_line(im, why);
+            continue;
+        } else if (rc) {
+            rc = fail(s, rc, "%s", s->mem_why);
+            goto out;
+        }
+        rc = graph_importer_feed_line(im, (const char *)s->buf, s->len);
+        mem_give(s, cost);
+        if (rc) {
             /* The store cannot take more (busy, full) or the stream is not
              * a shard. Read on to the peer's END, so that both sides stay
              * in step and the peer learns the real cause from our DONE. */
@@ -444,7 +571,12 @@ int sync_session(struct graph *g, struct net_peer *p, int is_client, const struc
     char *ours = NULL;
     int rc, import_rc = 0;
     memset(st, 0, sizeof *st);
+    s.budget = o->mem_session > 0 ? o->mem_session : SYNC_MEM_SESSION;
     net_peer_name(p, st->peer, sizeof st->peer);
+    if ((rc = mem_take(&s, SYNC_MEM_BASE))) {
+        fail(&s, rc, "no memory for a session: %s", s.mem_why);
+        goto out;
+    }
     if (is_client) {
         if ((rc = send_hello(&s)) || (rc = recv_hello(&s)))
             goto out;
@@ -496,6 +628,7 @@ out:
         send_error(&s, st->error[0] ? st->error : kope_strerror(rc));
     }
     net_peer_bytes(p, &st->bytes_sent, &st->bytes_received);
+    mem_give(&s, s.held);
     free(s.buf);
     free(ours);
     cJSON_Delete(peer_vec);
@@ -750,6 +883,9 @@ int sync_serve(struct sync_server *srv)
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     srv->active = 0;
     srv->slots = NULL;
+    memset(&srv->mem, 0, sizeof srv->mem);
+    srv->mem.max = srv->mem_budget > 0 ? srv->mem_budget : SYNC_MEM_SERVER;
+    srv->opts.pool = &srv->mem;
     while (!*srv->stop) {
         uint64_t now = util_now_ns() / 1000000u, hs_ms = (uint64_t)net_peer_conf_handshake_ms(srv->conf);
         for (int i = n_wait - 1; i >= 0; i--) {

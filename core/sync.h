@@ -32,6 +32,19 @@
 #ifndef SYNC_VECTOR_ENTRIES_MAX
 #define SYNC_VECTOR_ENTRIES_MAX 10000
 #endif
+#ifndef SYNC_MEM_SESSION
+#define SYNC_MEM_SESSION (64ll << 20)  /* one session: frame buffer + parse + run buffer */
+#endif
+#ifndef SYNC_MEM_SERVER
+#define SYNC_MEM_SERVER (256ll << 20)  /* every session of a server together */
+#endif
+
+/* A memory budget shared by sessions (a server's): bytes reserved now,
+ * the most ever reserved, and the cap. Sessions reserve before they read
+ * a frame's payload or parse a line, and give back after. */
+struct sync_mem {
+    int64_t used, peak, max;
+};
 
 struct graph;
 struct net_peer;
@@ -43,6 +56,8 @@ struct sync_opts {
     struct net_trust *trust;  /* required: the fleet CAs records must chain to */
     int64_t max_pending;      /* 0 = SYNC_MAX_PENDING */
     const char *since_override; /* tests only: send as if the peer had this vector */
+    int64_t mem_session;      /* this session's memory budget; 0 = SYNC_MEM_SESSION */
+    struct sync_mem *pool;    /* a shared budget to reserve from too, or NULL */
 };
 
 struct sync_stats {
@@ -93,6 +108,8 @@ struct sync_server {
     int max_unauth;           /* handshakes in progress at once; 0 = 8 */
     int max_per_addr;         /* handshakes in progress from one address; 0 = 4 */
     int max_per_cert;         /* sessions of one peer certificate at once; 0 = 2 */
+    int64_t mem_budget;       /* all sessions together; 0 = SYNC_MEM_SERVER (peak: mem.peak) */
+    struct sync_mem mem;      /* the server's budget (opts.pool points here while serving) */
     int lock_wait_ms;         /* how long a session waits for the store's write
                                * lock (another session's import holds it while
                                * its peer sends); 0 = the store's 5 s */

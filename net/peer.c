@@ -649,11 +649,11 @@ static int read_exact(struct net_peer *p, uint8_t *b, size_t n)
 
 int net_peer_frame_read(struct net_peer *p, int *type, uint8_t **buf, size_t *cap, size_t *len)
 {
-    return net_peer_frame_read_max(p, 0, type, buf, cap, len);
+    return net_peer_frame_read_admit(p, NULL, NULL, type, buf, cap, len);
 }
 
-int net_peer_frame_read_max(struct net_peer *p, size_t max_len, int *type, uint8_t **buf, size_t *cap,
-                            size_t *len)
+int net_peer_frame_read_admit(struct net_peer *p, net_peer_admit_fn *admit, void *ctx, int *type, uint8_t **buf,
+                              size_t *cap, size_t *len)
 {
     uint8_t hdr[NET_SYNC_HDR];
     int rc;
@@ -664,8 +664,8 @@ int net_peer_frame_read_max(struct net_peer *p, size_t max_len, int *type, uint8
         return rc;
     if ((rc = read_exact(p, hdr, sizeof hdr)))
         return rc;
-    if (!(rc = net_sync_hdr_parse(hdr, type, len)) && max_len && *len > max_len)
-        rc = NET_ERR_FRAME_BIG;
+    if (!(rc = net_sync_hdr_parse(hdr, type, len)) && admit)
+        rc = admit(ctx, *type, *len);
     if (rc) {
         p->rx_broken = 1; /* the stream cannot be resynchronised; we may still say why */
         return rc;

@@ -115,12 +115,13 @@ int net_peer_write_raw(struct net_peer *p, const void *buf, size_t len);
  * closed, NET_ERR_RESET on a cut. A frame the header refuses
  * (NET_ERR_FRAME*) leaves the incoming stream unusable, but frames can
  * still be written (the ERROR that says why).
- * max_len, if not 0, is a further cap on this frame's payload (a memory
- * budget): a header announcing more is refused with NET_ERR_FRAME_BIG
- * before a payload byte is read. */
+ * _admit: admit(ctx, type, len) is asked after the header and before a
+ * payload byte is read (a memory budget); a non-zero return refuses the
+ * frame with that code. */
 int net_peer_frame_read(struct net_peer *p, int *type, uint8_t **buf, size_t *cap, size_t *len);
-int net_peer_frame_read_max(struct net_peer *p, size_t max_len, int *type, uint8_t **buf, size_t *cap,
-                            size_t *len);
+typedef int net_peer_admit_fn(void *ctx, int type, size_t len);
+int net_peer_frame_read_admit(struct net_peer *p, net_peer_admit_fn *admit, void *ctx, int *type, uint8_t **buf,
+                              size_t *cap, size_t *len);
 
 /* Fault injection (tests, benchmarks): once more than after_bytes have been
  * received, the connection behaves as cut (NET_ERR_RESET, no close_notify).

@@ -331,7 +331,7 @@ static int client_sync(struct dev *d, struct srv *s, struct sync_stats *st)
     struct net_peer_conf *c = client_conf(d, NULL, 5000);
     struct net_trust *t = NULL;
     struct net_peer *p = NULL;
-    struct sync_opts o = {NULL, 0, NULL};
+    struct sync_opts o = {NULL, 0, NULL, 0, NULL};
     struct sync_stats tmp;
     char err[320];
     assert_int_equal(net_trust_new(fleet_ca.cert, &t, err, sizeof err), 0);
@@ -545,7 +545,9 @@ static void assert_still_serving(struct world *w)
     dev_work(&h, "add", 3, 0);
     int before = w->srv.n_sessions;
     struct sync_stats st;
-    assert_int_equal(client_sync(&h, &w->srv, &st), 0);
+    int rc = client_sync(&h, &w->srv, &st);
+    if (rc)
+        fail_msg("an honest peer failed: %s (%d)", st.error, rc);
     srv_wait(&w->srv, before + 1);
     assert_int_equal(w->srv.last_rc, 0);
     assert_int_equal(origin_seq(&w->s, &h), h.g.seq);
@@ -1235,7 +1237,7 @@ static void test_bad_client_certs(void **s)
         int rc = net_peer_connect(c, "127.0.0.1", w.srv.port, &p, err, sizeof err);
         if (rc == 0) { /* TLS 1.3: the client may finish before the server's verdict */
             struct sync_stats st;
-            struct sync_opts o = {w.srv.trust, 0, NULL};
+            struct sync_opts o = {w.srv.trust, 0, NULL, 0, NULL};
             rc = sync_session(&w.a.g, p, 1, &o, &st);
             net_peer_abort(p);
         }
@@ -1401,7 +1403,7 @@ static void test_trickling_server(void **s)
     struct net_peer *p = NULL;
     struct sync_stats st;
     assert_int_equal(net_trust_new(fleet_ca.cert, &t, err, sizeof err), 0);
-    struct sync_opts o = {t, 0, NULL};
+    struct sync_opts o = {t, 0, NULL, 0, NULL};
     uint64_t t0 = util_now_ns();
     assert_int_equal(net_peer_connect(c, "127.0.0.1", f.port, &p, err, sizeof err), 0);
     int rc = sync_session(&d.g, p, 1, &o, &st);
@@ -1598,6 +1600,81 @@ static void test_stalled_member_blocks_nobody(void **s)
     raw_close(&r, 1);
     assert_true(origin_seq(&w.s, &w.a) < w.a.g.seq);
     lines_free(l, n);
+    world_close(&w);
+}
+
+/* Memory: a line that parsing would blow up 40x is refused before it is
+ * parsed, a frame larger than what is left of the session's budget before
+ * a payload byte is read, and a session that finds the server's budget in
+ * use is told so; the server's reservations never pass its budget. */
+static void test_memory_budget(void **s)
+{
+    (void)s;
+    struct world w;
+    struct raw r;
+    uint8_t hdr[NET_SYNC_HDR];
+    world_open(&w, "mem", 3000);
+    w.srv.s.opts.mem_session = 8 << 20; /* read per session */
+    /* 1 MiB of [0,0,0,...]: about 42 MB once parsed */
+    size_t n = 1 << 20;
+    char *arr = malloc(n + 8);
+    memcpy(arr, "{\"a\":[", 6);
+    for (size_t i = 6; i < n; i += 2) {
+        arr[i] = '0';
+        arr[i + 1] = ',';
+    }
+    memcpy(arr + n, "0]}", 4);
+    char *lines[] = {"{\"format\":\"kope-graph\",\"v\":1}", arr};
+    raw_open(&r, &w.a, &w.srv);
+    raw_hello(&r, "{}");
+    cJSON *done = raw_push(&r, lines, 2);
+    assert_non_null(done);
+    assert_int_equal(jnum(done, "rejected"), 1);
+    assert_non_null(strstr(cJSON_GetObjectItem(done, "error")->valuestring, "refused before parsing"));
+    cJSON_Delete(done);
+    raw_close(&r, 1);
+    srv_wait(&w.srv, 1);
+    free(arr);
+    /* a 6 MiB line where the session has about 3.5 MiB left: refused unread */
+    raw_open(&r, &w.a, &w.srv);
+    raw_hello(&r, "{}");
+    net_sync_hdr_write(hdr, NET_SYNC_LINE, 6u << 20);
+    assert_int_equal(net_peer_write_raw(r.p, hdr, sizeof hdr), 0);
+    assert_int_equal(net_peer_flush(r.p), 0);
+    assert_int_equal(raw_read(&r), 0);
+    assert_int_equal(r.type, NET_SYNC_ERROR);
+    assert_non_null(strstr((const char *)r.buf, "over this session's memory budget"));
+    raw_close(&r, 1);
+    srv_wait(&w.srv, 2);
+    assert_int_equal(w.srv.last_rc, NET_ERR_FRAME_BIG);
+    /* the server's budget: room for two sessions, a third is told it is full */
+    pthread_mutex_lock(&w.srv.mu);
+    w.srv.s.mem.max = 2 * ((int64_t)GRAPH_PENDING_MEM + (512 << 10)) + (256 << 10);
+    pthread_mutex_unlock(&w.srv.mu);
+    struct raw h[3];
+    for (int i = 0; i < 2; i++) {
+        struct dev d;
+        raw_open(&h[i], i ? &w.s : &w.a, &w.srv);
+        raw_send(&h[i], NET_SYNC_HELLO, "{\"min\":1,\"proto\":\"kope-sync\",\"v\":1}");
+        assert_int_equal(raw_read(&h[i]), 0);
+        assert_int_equal(h[i].type, NET_SYNC_HELLO);
+        (void)d;
+    }
+    raw_open(&h[2], &w.a, &w.srv);
+    raw_send(&h[2], NET_SYNC_HELLO, "{\"min\":1,\"proto\":\"kope-sync\",\"v\":1}");
+    assert_int_equal(raw_read(&h[2]), 0);
+    assert_int_equal(h[2].type, NET_SYNC_ERROR);
+    assert_non_null(strstr((const char *)h[2].buf, "memory budget"));
+    srv_wait(&w.srv, 3);
+    assert_int_equal(w.srv.last_rc, NET_ERR_BUSY);
+    for (int i = 0; i < 3; i++)
+        raw_close(&h[i], 1);
+    srv_wait(&w.srv, 5);
+    assert_true(w.srv.s.mem.peak <= w.srv.s.mem.max);
+    pthread_mutex_lock(&w.srv.mu);
+    w.srv.s.mem.max = SYNC_MEM_SERVER;
+    pthread_mutex_unlock(&w.srv.mu);
+    assert_still_serving(&w);
     world_close(&w);
 }
 
@@ -1866,6 +1943,7 @@ int main(void)
         cmocka_unit_test(test_hostile_log_text),
         cmocka_unit_test(test_import_stop_drains),
         cmocka_unit_test(test_stalled_member_blocks_nobody),
+        cmocka_unit_test(test_memory_budget),
         cmocka_unit_test(test_cut_and_resume),
         cmocka_unit_test(test_ascend_experience_reaches_k3_prompt),
         cmocka_unit_test(test_cli_two_processes),
