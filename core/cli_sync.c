@@ -361,11 +361,54 @@ static int limits_bad(const struct net_peer_limits *l)
     "                    waiting (default 1024)\n"
 
 static volatile int serve_stop;
+static volatile int serve_hup;
 
 static void on_signal(int sig)
 {
-    (void)sig;
-    serve_stop = 1;
+    if (sig == SIGHUP)
+        serve_hup = 1;
+    else
+        serve_stop = 1;
+}
+
+/* `kope serve` picks up `kope fleet trust` (and a new certificate) without
+ * a restart: before each connection the server asks this; it reloads when
+ * the trust file changed (size, mtime, inode) or on SIGHUP. */
+struct serve_reload {
+    struct cli *c;
+    int timeout_ms;
+    struct net_peer_limits lims;
+    char ca_path[4096];
+    struct stat seen;
+};
+
+static int serve_stat(const char *path, struct stat *st)
+{
+    memset(st, 0, sizeof *st);
+    return stat(path, st);
+}
+
+static int serve_reload_cb(void *ctx, struct net_peer_conf **conf, struct net_trust **trust, char *err,
+                           size_t err_cap)
+{
+    struct serve_reload *r = ctx;
+    struct stat now;
+    struct fleet_ctx f;
+    serve_stat(r->ca_path, &now);
+    int changed = now.st_size != r->seen.st_size || now.st_mtim.tv_sec != r->seen.st_mtim.tv_sec ||
+                  now.st_mtim.tv_nsec != r->seen.st_mtim.tv_nsec || now.st_ino != r->seen.st_ino;
+    if (!changed && !serve_hup)
+        return 0;
+    serve_hup = 0;
+    r->seen = now;
+    if (fleet_ctx_load(r->c, 1, r->timeout_ms, &f)) {
+        snprintf(err, err_cap, "%s: see the message above", r->ca_path);
+        return -1;
+    }
+    net_peer_conf_limits(f.conf, &r->lims);
+    *conf = f.conf;
+    *trust = f.trust;
+    return 1;
 }
 
 int cli_serve(struct cli *c, int argc, char **argv)
@@ -431,6 +474,14 @@ int cli_serve(struct cli *c, int argc, char **argv)
         return CLI_FAIL;
     }
     struct fleet_ctx f;
+    struct serve_reload rl;
+    memset(&rl, 0, sizeof rl);
+    rl.c = c;
+    rl.timeout_ms = timeout_ms;
+    rl.lims = lims;
+    char cap_buf[4096];
+    snprintf(rl.ca_path, sizeof rl.ca_path, "%s", fleet_path(c, "fleet.ca", ".ca.pem", cap_buf, sizeof cap_buf));
+    serve_stat(rl.ca_path, &rl.seen); /* before loading: a change while loading is seen next time */
     if (fleet_ctx_load(c, 1, timeout_ms, &f))
         return CLI_FAIL;
     net_peer_conf_limits(f.conf, &lims);
@@ -446,6 +497,7 @@ int cli_serve(struct cli *c, int argc, char **argv)
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     fprintf(stderr, "kope serve: listening on %s:%d\n", host, bound);
     struct sync_server srv;
@@ -461,6 +513,8 @@ int cli_serve(struct cli *c, int argc, char **argv)
     srv.lock_wait_ms = timeout_ms; /* a session waits for the lock as long as for its peer */
     srv.log = stderr;
     srv.stop = &serve_stop;
+    srv.reload = serve_reload_cb;
+    srv.reload_ctx = &rl;
     sync_serve(&srv);
     fprintf(stderr, "kope serve: stopped\n");
     net_peer_listener_close(l);

@@ -649,8 +649,29 @@ struct sync_slot {
     int authed;               /* handshake done, counted in max_conns */
     int evicted;
     uint8_t cert_id[32];
+    struct sync_gen *gen;     /* the trust it was accepted with */
     struct sync_slot *next;
 };
+
+/* One trust generation: the TLS conf and record trust that connections
+ * accepted while it was current use for their whole life. */
+struct sync_gen {
+    struct net_peer_conf *conf;
+    struct net_trust *trust;
+    int refs;                 /* connections using it, +1 while current */
+    int owned;                /* made by srv->reload: freed here */
+};
+
+static void gen_put(struct sync_gen *g) /* srv_mu held */
+{
+    if (g && --g->refs == 0) {
+        if (g->owned) {
+            net_peer_conf_free(g->conf);
+            net_trust_free(g->trust);
+        }
+        free(g);
+    }
+}
 
 static pthread_mutex_t srv_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t srv_cv = PTHREAD_COND_INITIALIZER;
@@ -782,7 +803,9 @@ static void *conn_main(void *arg)
         store_set_busy_timeout(stp, srv->lock_wait_ms);
     graph_free(&g);
     graph_init(&g, stp);
-    rc = sync_session(&g, sl->p, 0, &srv->opts, &st);
+    struct sync_opts o = srv->opts;
+    o.trust = sl->gen->trust;
+    rc = sync_session(&g, sl->p, 0, &o, &st);
 out:
     log_session(srv, sl->addr, rc, &st);
     if (srv->on_session)
@@ -801,6 +824,7 @@ out:
     else
         net_peer_close(sl->p); /* a refusal: let the ERROR frame arrive */
     pthread_mutex_lock(&srv_mu);
+    gen_put(sl->gen);
     srv->active--;
     pthread_cond_broadcast(&srv_cv);
     pthread_mutex_unlock(&srv_mu);
@@ -816,7 +840,45 @@ struct admit_wait {
     struct net_peer *p;
     char addr[64];
     uint64_t t0; /* accepted (ms) */
+    struct sync_gen *gen;
 };
+
+static void wait_drop(struct admit_wait *aw)
+{
+    net_peer_abort(aw->p);
+    pthread_mutex_lock(&srv_mu);
+    gen_put(aw->gen);
+    pthread_mutex_unlock(&srv_mu);
+}
+
+/* Ask srv->reload; a new generation becomes current. */
+static void serve_reload(struct sync_server *srv, FILE *log)
+{
+    struct net_peer_conf *conf = NULL;
+    struct net_trust *trust = NULL;
+    char err[320] = "";
+    int rc = srv->reload(srv->reload_ctx, &conf, &trust, err, sizeof err);
+    struct sync_gen *g = rc == 1 ? calloc(1, sizeof *g) : NULL;
+    if (rc < 0)
+        fprintf(log, "kope serve: trust not reloaded (the current one stays): %s\n", err);
+    if (rc != 1)
+        return;
+    if (!g) {
+        net_peer_conf_free(conf);
+        net_trust_free(trust);
+        return;
+    }
+    g->conf = conf;
+    g->trust = trust;
+    g->refs = 1;
+    g->owned = 1;
+    pthread_mutex_lock(&srv_mu);
+    gen_put(srv->gen);
+    srv->gen = g;
+    pthread_mutex_unlock(&srv_mu);
+    fprintf(log, "kope serve: trust reloaded: new connections use the fleet CAs now on file\n");
+    fflush(log);
+}
 
 /* Try to give an accepted connection a handshake slot and its thread.
  * 1: started (or failed and closed: it is gone either way); 0: no slot yet. */
@@ -841,6 +903,7 @@ static int serve_admit(struct sync_server *srv, pthread_attr_t *attr, struct adm
         }
         sl->srv = srv;
         sl->p = aw->p;
+        sl->gen = aw->gen;
         sl->age = ++srv->n_accepted;
         sl->t0 = now;
         snprintf(sl->addr, sizeof sl->addr, "%s", aw->addr);
@@ -853,6 +916,7 @@ static int serve_admit(struct sync_server *srv, pthread_attr_t *attr, struct adm
         return 0;
     if (sl && pthread_create(&th, attr, conn_main, sl) == 0)
         return 1;
+    wait_drop(aw);
     if (sl) {
         pthread_mutex_lock(&srv_mu);
         for (struct sync_slot **pp = &srv->slots; *pp; pp = &(*pp)->next)
@@ -865,7 +929,6 @@ static int serve_admit(struct sync_server *srv, pthread_attr_t *attr, struct adm
         free(sl);
     }
     fprintf(srv->log ? srv->log : stderr, "kope serve: %s: refused: out of memory\n", aw->addr);
-    net_peer_abort(aw->p);
     return 1;
 }
 
@@ -886,6 +949,11 @@ int sync_serve(struct sync_server *srv)
     memset(&srv->mem, 0, sizeof srv->mem);
     srv->mem.max = srv->mem_budget > 0 ? srv->mem_budget : SYNC_MEM_SERVER;
     srv->opts.pool = &srv->mem;
+    if (!(srv->gen = calloc(1, sizeof *srv->gen)))
+        return KOPE_ERR_NOMEM;
+    srv->gen->conf = srv->conf; /* the caller's: not owned */
+    srv->gen->trust = srv->opts.trust;
+    srv->gen->refs = 1;
     while (!*srv->stop) {
         uint64_t now = util_now_ns() / 1000000u, hs_ms = (uint64_t)net_peer_conf_handshake_ms(srv->conf);
         for (int i = n_wait - 1; i >= 0; i--) {
@@ -893,7 +961,7 @@ int sync_serve(struct sync_server *srv)
             if (!gone && hs_ms && now - wait[i].t0 >= hs_ms) {
                 fprintf(log, "kope serve: %s: refused: no handshake slot free within the handshake deadline\n",
                         wait[i].addr);
-                net_peer_abort(wait[i].p);
+                wait_drop(&wait[i]);
                 gone = 1;
             }
             if (gone)
@@ -901,7 +969,14 @@ int sync_serve(struct sync_server *srv)
             n_wait -= gone;
         }
         struct admit_wait aw;
-        int rc = net_peer_accept(srv->listener, srv->conf, n_wait ? 5 : 200, &aw.p, aw.addr, sizeof aw.addr);
+        int rc = net_peer_listener_wait(srv->listener, n_wait ? 5 : 200);
+        if (srv->reload) /* between the connection's arrival and its accept: it gets the newest trust */
+            serve_reload(srv, log);
+        if (rc == NET_ERR_TIMEOUT)
+            continue;
+        aw.gen = srv->gen;
+        if (!rc)
+            rc = net_peer_accept(srv->listener, aw.gen->conf, 0, &aw.p, aw.addr, sizeof aw.addr);
         if (rc == NET_ERR_TIMEOUT)
             continue;
         if (rc) {
@@ -910,20 +985,25 @@ int sync_serve(struct sync_server *srv)
             continue;
         }
         aw.t0 = util_now_ns() / 1000000u;
+        pthread_mutex_lock(&srv_mu);
+        aw.gen->refs++;
+        pthread_mutex_unlock(&srv_mu);
         if (serve_admit(srv, &attr, &aw, aw.t0))
             continue;
         if (n_wait == SYNC_ADMIT_WAIT_MAX) {
             fprintf(log, "kope serve: %s: refused: too many connections waiting for a handshake slot\n", aw.addr);
-            net_peer_abort(aw.p);
+            wait_drop(&aw);
             continue;
         }
         wait[n_wait++] = aw;
     }
     for (int i = 0; i < n_wait; i++)
-        net_peer_abort(wait[i].p);
+        wait_drop(&wait[i]);
     pthread_mutex_lock(&srv_mu);
     while (srv->active > 0)
         pthread_cond_wait(&srv_cv, &srv_mu);
+    gen_put(srv->gen);
+    srv->gen = NULL;
     pthread_mutex_unlock(&srv_mu);
     pthread_attr_destroy(&attr);
     return 0;

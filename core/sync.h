@@ -99,6 +99,7 @@ int sync_session(struct graph *g, struct net_peer *p, int is_client, const struc
  * most max_per_cert per peer certificate; one over either is refused with
  * an ERROR frame (NET_ERR_BUSY). */
 struct sync_slot;
+struct sync_gen;
 struct sync_server {
     const char *db_path;
     struct net_peer_conf *conf;
@@ -114,12 +115,22 @@ struct sync_server {
                                * lock (another session's import holds it while
                                * its peer sends); 0 = the store's 5 s */
     FILE *log;                /* one line per session; NULL = stderr */
+    /* Optional (NULL: never): asked before each new connection (and every
+     * 200 ms while idle) whether the trust changed (`kope fleet trust`,
+     * SIGHUP). Returns 1 with a new conf and trust, which the server owns
+     * from then on (freed once no connection uses them), 0 if nothing
+     * changed, < 0 if the new files are unusable (err is logged, the
+     * current ones stay). Connections already open keep the trust they
+     * started with. conf and opts.trust above stay the caller's. */
+    int (*reload)(void *ctx, struct net_peer_conf **conf, struct net_trust **trust, char *err, size_t err_cap);
+    void *reload_ctx;
     volatile int *stop;
     void (*on_session)(void *ctx, int rc, const struct sync_stats *st);
     void *ctx;
     int active;               /* internal: connections being served */
     struct sync_slot *slots;  /* internal: one per connection being served */
     uint64_t n_accepted;      /* internal: connections so far (slot age) */
+    struct sync_gen *gen;     /* internal: the trust new connections get */
 };
 int sync_serve(struct sync_server *s);
 

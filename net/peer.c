@@ -435,6 +435,13 @@ void net_peer_listener_close(struct net_peer_listener *l)
     free(l);
 }
 
+int net_peer_listener_wait(struct net_peer_listener *l, int wait_ms)
+{
+    struct pollfd pfd = {l->net.fd, POLLIN, 0};
+    int pr = poll(&pfd, 1, wait_ms);
+    return pr > 0 ? 0 : pr == 0 || errno == EINTR ? NET_ERR_TIMEOUT : NET_ERR_LISTEN;
+}
+
 int net_peer_accept(struct net_peer_listener *l, struct net_peer_conf *c, int wait_ms,
                     struct net_peer **out, char *addr, size_t addr_cap)
 {

@@ -75,6 +75,9 @@ void net_peer_listener_close(struct net_peer_listener *l);
  * serves it). addr gets the client's address text. */
 int net_peer_accept(struct net_peer_listener *l, struct net_peer_conf *c, int wait_ms,
                     struct net_peer **out, char *addr, size_t addr_cap);
+/* Wait up to wait_ms for a connection to accept: 0 when one is pending,
+ * NET_ERR_TIMEOUT if none (so a server can pick the conf it accepts with). */
+int net_peer_listener_wait(struct net_peer_listener *l, int wait_ms);
 /* Connect to host:port and complete the handshake. */
 int net_peer_connect(struct net_peer_conf *c, const char *host, const char *port,
                      struct net_peer **out, char *err, size_t err_cap);
