@@ -174,7 +174,7 @@ static void send_error(struct sess *s, const char *msg)
 /* Read the next frame; an ERROR frame from the peer ends the session. */
 static int read_frame(struct sess *s, const char *waiting_for)
 {
-    char why[160];
+    char why[240];
     if (s->frame_held > (1 << 20)) { /* a big frame is done with: give its memory back */
         free(s->buf);
         s->buf = NULL;
@@ -187,9 +187,11 @@ static int read_frame(struct sess *s, const char *waiting_for)
     if (s->mem_why[0])
         return fail(s, rc, "%s frame of %zu bytes refused unread while waiting for %s: %s",
                     net_sync_type_name(s->type), s->len, waiting_for, s->mem_why);
-    if (rc == NET_ERR_DEADLINE || rc == NET_ERR_SLOW || rc == NET_ERR_BUSY || rc == NET_ERR_TIMEOUT) {
+    if (rc == NET_ERR_DEADLINE || rc == NET_ERR_SLOW || rc == NET_ERR_BUSY || rc == NET_ERR_TIMEOUT ||
+        rc == NET_ERR_PEER_CERT) {
         net_peer_limit_text(s->p, why, sizeof why);
-        return fail(s, rc, "%s while waiting for %s", why, waiting_for);
+        if (why[0])
+            return fail(s, rc, "%s while waiting for %s", why, waiting_for);
     }
     if (rc == NET_ERR_FRAME_BIG)
         return fail(s, rc, "frame over the cap while waiting for %s (type %d, %zu bytes announced)",
@@ -819,10 +821,10 @@ out:
             break;
         }
     pthread_mutex_unlock(&srv_mu);
-    if (rc && rc != NET_ERR_BUSY)
+    if (rc && rc != NET_ERR_BUSY && rc != NET_ERR_PEER_CERT)
         net_peer_abort(sl->p);
     else
-        net_peer_close(sl->p); /* a refusal: let the ERROR frame arrive */
+        net_peer_close(sl->p); /* a refusal: let the ERROR frame or the TLS alert arrive (no RST) */
     pthread_mutex_lock(&srv_mu);
     gen_put(sl->gen);
     srv->active--;

@@ -46,7 +46,7 @@ struct net_peer_conf {
     mbedtls_ctr_drbg_context drbg;
 };
 
-enum peer_limit { LIM_NONE, LIM_IDLE, LIM_HANDSHAKE, LIM_SESSION, LIM_RATE, LIM_EVICTED };
+enum peer_limit { LIM_NONE, LIM_IDLE, LIM_HANDSHAKE, LIM_SESSION, LIM_RATE, LIM_EVICTED, LIM_REFUSED };
 
 struct net_peer {
     struct net_peer_conf *conf;
@@ -299,6 +299,10 @@ void net_peer_limit_text(const struct net_peer *p, char *buf, size_t cap)
                  (unsigned long long)(p->received + p->sent), (unsigned long long)p->waited_ms, l->min_rate);
         break;
     case LIM_EVICTED: snprintf(buf, cap, "evicted to make room (session limits)"); break;
+    case LIM_REFUSED:
+        snprintf(buf, cap, "the peer refused our certificate (it closed right after the TLS handshake): is this "
+                           "device enrolled in a fleet the peer trusts? On the peer: `kope fleet trust OUR-CA.crt`");
+        break;
     default: snprintf(buf, cap, "%s", ""); break;
     }
 }
@@ -347,6 +351,15 @@ static int peer_setup(struct net_peer *p, char *err, size_t err_cap)
 
 static int map_tls_err(struct net_peer *p, int m)
 {
+    if ((m == MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE || m == MBEDTLS_ERR_SSL_INVALID_MAC) && !p->conf->is_server &&
+        p->hs_done && p->received == 0) {
+        /* TLS 1.3: a client ends its handshake before the server has
+         * checked its certificate; the server's refusal is an alert at the
+         * first read after it, sealed with the handshake keys the client
+         * has already dropped (so mbedTLS reports a bad MAC) */
+        p->limit = LIM_REFUSED;
+        return NET_ERR_PEER_CERT;
+    }
     if (p->limit != LIM_NONE && (m == MBEDTLS_ERR_SSL_TIMEOUT || m == MBEDTLS_ERR_NET_SEND_FAILED))
         return p->limit == LIM_IDLE ? NET_ERR_TIMEOUT : p->limit == LIM_RATE ? NET_ERR_SLOW
                : p->limit == LIM_EVICTED ? NET_ERR_BUSY : NET_ERR_DEADLINE;
@@ -397,8 +410,15 @@ int net_peer_handshake(struct net_peer *p, char *err, size_t err_cap)
         snprintf(err, err_cap, "peer certificate refused: %s", v);
         return NET_ERR_PEER_CERT;
     }
+    int rc = map_tls_err(p, m);
+    if (!p->conf->is_server && (m == MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE || rc == NET_ERR_RESET || rc == NET_ERR_CLOSED)) {
+        snprintf(err, err_cap, "the peer %s the TLS handshake: it most likely refused our certificate. Is this device "
+                               "enrolled in a fleet the peer trusts? On the peer: `kope fleet trust OUR-FLEET-CA.crt`",
+                 m == MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE ? "refused" : "hung up during");
+        return m == MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE ? NET_ERR_PEER_CERT : rc;
+    }
     say(err, err_cap, "TLS handshake", m);
-    return map_tls_err(p, m);
+    return rc;
 }
 
 int net_peer_listen(const char *host, const char *port, struct net_peer_listener **out,
@@ -410,8 +430,18 @@ int net_peer_listen(const char *host, const char *port, struct net_peer_listener
     if (!l)
         return NET_ERR_NOMEM;
     mbedtls_net_init(&l->net);
+    errno = 0;
     if ((m = mbedtls_net_bind(&l->net, host && *host ? host : NULL, port, MBEDTLS_NET_PROTO_TCP))) {
-        say(err, err_cap, "listen", m);
+        int e = errno;
+        if (m == MBEDTLS_ERR_NET_BIND_FAILED && e == EADDRINUSE)
+            snprintf(err, err_cap, "address %s:%s is already in use (another `kope serve`?): pick another port "
+                                   "with --listen, or stop the other server", host && *host ? host : "*", port);
+        else if (m == MBEDTLS_ERR_NET_BIND_FAILED && e == EACCES)
+            snprintf(err, err_cap, "not allowed to listen on port %s (ports below 1024 need privileges)", port);
+        else if (m == MBEDTLS_ERR_NET_UNKNOWN_HOST)
+            snprintf(err, err_cap, "cannot listen on %s: no such local address", host ? host : "");
+        else
+            say(err, err_cap, "listen", m);
         free(l);
         return NET_ERR_LISTEN;
     }
@@ -484,8 +514,19 @@ int net_peer_connect(struct net_peer_conf *c, const char *host, const char *port
     *out = NULL;
     if ((rc = peer_new(c, &p)))
         return rc;
+    errno = 0;
     if ((m = mbedtls_net_connect(&p->net, host, port, MBEDTLS_NET_PROTO_TCP))) {
-        say(err, err_cap, "connect", m);
+        int e = errno;
+        if (m == MBEDTLS_ERR_NET_UNKNOWN_HOST)
+            snprintf(err, err_cap, "host name '%s' did not resolve (check the spelling, or give an address)", host);
+        else if (e == ECONNREFUSED)
+            snprintf(err, err_cap, "nothing listening at %s:%s (is `kope serve` running there, on that port?)", host,
+                     port);
+        else if (e == ETIMEDOUT || e == EHOSTUNREACH || e == ENETUNREACH)
+            snprintf(err, err_cap, "%s:%s is unreachable (%s): check the address and the network", host, port,
+                     strerror(e));
+        else
+            say(err, err_cap, "connect", m);
         rc = m == MBEDTLS_ERR_NET_UNKNOWN_HOST ? NET_ERR_DNS : NET_ERR_CONNECT;
         goto out;
     }

@@ -1957,19 +1957,42 @@ static void test_cli_serve_trust_reload(void **s)
             fclose(f);
     }
     assert_true(port > 0);
-    assert_int_equal(run_cmd(out, sizeof out, "cd %s && %s --db e.db sync 127.0.0.1:%d", dir, k, port), 1);
-    assert_int_equal(run_cmd(out, sizeof out, "cd %s && %s --db a.db fleet trust fleet2/ca.crt", dir, k), 0);
-    int rc = run_cmd(out, sizeof out, "cd %s && %s --db e.db sync 127.0.0.1:%d", dir, k, port);
-    if (rc)
-        fail_msg("kope sync after kope fleet trust: %s", out);
-    assert_non_null(strstr(out, "received 3 new"));
+    /* the server is stopped before any check fails (no orphan process) */
+    char out1[8192], out2[8192];
+    int rc1 = run_cmd(out1, sizeof out1, "cd %s && %s --db e.db sync 127.0.0.1:%d", dir, k, port);
+    int rct = run_cmd(out, sizeof out, "cd %s && %s --db a.db fleet trust fleet2/ca.crt", dir, k);
+    int rc2 = run_cmd(out2, sizeof out2, "cd %s && %s --db e.db sync 127.0.0.1:%d", dir, k, port);
     kill(pid, SIGTERM);
     int st = 0;
     waitpid(pid, &st, 0);
+    assert_int_equal(rc1, 1);
+    if (!strstr(out1, "the peer refused our certificate") || !strstr(out1, "kope fleet trust"))
+        fail_msg("the refusal does not say what to do: %s", out1);
+    assert_int_equal(rct, 0);
+    if (rc2)
+        fail_msg("kope sync after kope fleet trust: %s", out2);
+    assert_non_null(strstr(out2, "received 3 new"));
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     char *log = slurp(tpath("reload/serve.log"));
     assert_non_null(strstr(log, "trust reloaded"));
     free(log);
+    /* network errors in words: nothing listening (the server is gone), a
+     * port already in use */
+    assert_int_equal(run_cmd(out, sizeof out, "cd %s && %s --db e.db sync 127.0.0.1:%d", dir, k, port), 1);
+    if (!strstr(out, "nothing listening at 127.0.0.1:"))
+        fail_msg("no words for a refused connection: %s", out);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
+    socklen_t sl = sizeof sa;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(listen(fd, 1), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+    assert_int_equal(run_cmd(out, sizeof out, "cd %s && %s --db a.db serve --listen 127.0.0.1:%d", dir, k,
+                             ntohs(sa.sin_port)), 1);
+    close(fd);
+    if (!strstr(out, "already in use"))
+        fail_msg("no words for a port in use: %s", out);
 }
 
 int main(void)
