@@ -14,7 +14,12 @@
  *     checks, no TLS);
  *   - bytes on the wire per record (TLS payload, headers included);
  *   - incremental sync of 100 new records against an N_BIG-record store
- *     (the receiver a copy of the sender's file: cost must follow the delta).
+ *     (the receiver a copy of the sender's file: cost must follow the delta);
+ *   - hostile load (issue #16): the server in a child process (its own peak
+ *     RSS, from wait4), 16 sessions of 8 enrolled members that each send a
+ *     12 MiB line of [0,0,...] (about 500 MB if parsed) and then trickle a
+ *     byte every 100 ms; an honest initial sync of the same records while
+ *     they are open, against the same sync on the quiet server.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -36,6 +41,7 @@
 #include "net/fleet.h"
 #include "net/neterr.h"
 #include "net/peer.h"
+#include "net/sync_frame.h"
 #include "store/store.h"
 
 #define POOL 1000
@@ -253,6 +259,173 @@ static double sync_with(struct dev *d, const char *key_pem, const char *cert_pem
     return sec;
 }
 
+/* ------------------------------------------------------------ hostile load */
+
+static volatile int child_stop;
+static void child_on_term(int sig)
+{
+    (void)sig;
+    child_stop = 1;
+}
+
+struct child_srv {
+    pid_t pid;
+    char port[16];
+};
+
+/* Serve d's store from a child process, so that its peak RSS is its own. */
+static void child_srv_start(struct child_srv *cs, struct dev *d)
+{
+    char err[320];
+    int port = 0, rc;
+    struct net_peer_listener *l = NULL;
+    if ((rc = net_peer_listen("127.0.0.1", "0", &l, &port, err, sizeof err)))
+        die(err, rc);
+    snprintf(cs->port, sizeof cs->port, "%d", port);
+    fflush(stdout);
+    if ((cs->pid = fork()) < 0)
+        die("fork", -1);
+    if (cs->pid == 0) {
+        struct net_peer_conf *conf = NULL;
+        struct net_trust *t = NULL;
+        struct sync_server s;
+        if (net_peer_conf_new(1, ca_cert, d->cert_pem, d->key_pem, 30000, &conf, err, sizeof err) ||
+            net_trust_new(ca_cert, &t, err, sizeof err))
+            _exit(3);
+        signal(SIGTERM, child_on_term);
+        memset(&s, 0, sizeof s);
+        s.db_path = d->db;
+        s.conf = conf;
+        s.listener = l;
+        s.opts.trust = t;
+        s.log = fopen(path("hostile-server.log"), "w");
+        s.stop = &child_stop;
+        sync_serve(&s);
+        printf("  server memory budget: at most %.1f MiB reserved of %lld MiB\n", (double)s.mem.peak / 1048576.0,
+               (long long)(s.mem.max >> 20));
+        fflush(stdout);
+        _exit(0);
+    }
+    net_peer_listener_close(l);
+}
+
+/* Stop it; its peak RSS in KiB. */
+static long child_srv_stop(struct child_srv *cs)
+{
+    struct rusage ru;
+    int st = 0;
+    kill(cs->pid, SIGTERM);
+    if (wait4(cs->pid, &st, 0, &ru) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+        die("server child", -1);
+    return ru.ru_maxrss;
+}
+
+static char *hostile_line;
+static size_t hostile_len;
+
+struct hostile {
+    struct dev *d;
+    const char *port;
+    volatile int *stop;
+    volatile int big_sent;
+};
+
+static void *hostile_main(void *a)
+{
+    struct hostile *h = a;
+    struct net_peer_conf *c = NULL;
+    struct net_peer *p = NULL;
+    char err[320];
+    uint8_t hdr[NET_SYNC_HDR];
+    static const char hello[] = "{\"min\":1,\"proto\":\"kope-sync\",\"v\":1}";
+    static const char head[] = "{\"format\":\"kope-graph\",\"v\":1}";
+    if (net_peer_conf_new(0, ca_cert, h->d->cert_pem, h->d->key_pem, 30000, &c, err, sizeof err) ||
+        net_peer_connect(c, "127.0.0.1", h->port, &p, err, sizeof err))
+        goto out;
+    if (net_peer_frame_write(p, NET_SYNC_HELLO, hello, strlen(hello)) || net_peer_frame_write(p, NET_SYNC_VECTOR, "{}", 2) ||
+        net_peer_frame_write(p, NET_SYNC_LINE, head, strlen(head)) ||
+        net_peer_frame_write(p, NET_SYNC_LINE, hostile_line, hostile_len) || net_peer_flush(p))
+        goto out;
+    h->big_sent = 1;
+    /* then hold the session: a line of 1 MiB announced, a byte every 100 ms */
+    net_sync_hdr_write(hdr, NET_SYNC_LINE, 1u << 20);
+    if (net_peer_write_raw(p, hdr, sizeof hdr) || net_peer_write_raw(p, "{", 1) || net_peer_flush(p))
+        goto out;
+    while (!*h->stop && net_peer_write_raw(p, " ", 1) == 0 && net_peer_flush(p) == 0)
+        usleep(100000);
+out:
+    h->big_sent = 1;
+    if (p)
+        net_peer_abort(p);
+    net_peer_conf_free(c);
+    return NULL;
+}
+
+static void hostile_load(struct dev *src, int64_t n_src)
+{
+    struct child_srv cs;
+    struct dev legit, bad[8];
+    struct hostile h[16];
+    pthread_t th[16];
+    volatile int stop = 0;
+    struct sync_stats st;
+    char name[64];
+    hostile_len = 12u << 20;
+    hostile_line = malloc(hostile_len + 1);
+    memcpy(hostile_line, "{\"a\":[", 6);
+    for (size_t i = 6; i + 3 < hostile_len; i += 2)
+        memcpy(hostile_line + i, "0,", 2);
+    memcpy(hostile_line + hostile_len - 3, "0]}", 4);
+    for (int i = 0; i < 8; i++) {
+        snprintf(name, sizeof name, "hostile%d.db", i);
+        dev_open(&bad[i], name, 1);
+    }
+    printf("hostile load: %lld records served from a child process; 16 sessions of 8 enrolled members, each a "
+           "12 MiB line of [0,0,...] then a byte every 100 ms:\n", (long long)n_src);
+    /* quiet: the honest sync alone */
+    child_srv_start(&cs, src);
+    dev_open(&legit, "legit-quiet.db", 1);
+    struct srv fake; /* sync_with wants the port only */
+    memset(&fake, 0, sizeof fake);
+    snprintf(fake.port, sizeof fake.port, "%s", cs.port);
+    double t_quiet = sync_with(&legit, legit.key_pem, legit.cert_pem, &fake, &st);
+    dev_close(&legit);
+    long rss_quiet = child_srv_stop(&cs);
+    /* hostile */
+    child_srv_start(&cs, src);
+    snprintf(fake.port, sizeof fake.port, "%s", cs.port);
+    for (int i = 0; i < 16; i++) {
+        h[i].d = &bad[i / 2];
+        h[i].port = cs.port;
+        h[i].stop = &stop;
+        h[i].big_sent = 0;
+        pthread_create(&th[i], NULL, hostile_main, &h[i]);
+    }
+    for (int k = 0; k < 3000; k++) { /* until every hostile line is on its way (30 s at most) */
+        int all = 1;
+        for (int i = 0; i < 16; i++)
+            all &= h[i].big_sent;
+        if (all)
+            break;
+        usleep(10000);
+    }
+    dev_open(&legit, "legit-hostile.db", 1);
+    double t_host = sync_with(&legit, legit.key_pem, legit.cert_pem, &fake, &st);
+    int64_t got = st.accepted;
+    dev_close(&legit);
+    stop = 1;
+    for (int i = 0; i < 16; i++)
+        pthread_join(th[i], NULL);
+    long rss_host = child_srv_stop(&cs);
+    printf("  honest initial sync: %.2f s quiet, %.2f s with the 16 hostile sessions open (%.2fx), %lld records "
+           "stored\n",
+           t_quiet, t_host, t_host / t_quiet, (long long)got);
+    printf("  server peak RSS: %.0f MiB quiet, %.0f MiB under hostile load\n", rss_quiet / 1024.0, rss_host / 1024.0);
+    for (int i = 0; i < 8; i++)
+        dev_close(&bad[i]);
+    free(hostile_line);
+}
+
 static int64_t count(struct dev *d)
 {
     struct store_stats s;
@@ -366,6 +539,8 @@ int main(int argc, char **argv)
         free(vb);
         dev_close(&res);
     }
+    if (!getenv("BENCH_SYNC_NO_HOSTILE"))
+        hostile_load(&src, n_src);
     dev_close(&src);
 
     /* ---- incremental: 100 new records against a big store */
