@@ -271,6 +271,7 @@ static void child_on_term(int sig)
 struct child_srv {
     pid_t pid;
     char port[16];
+    struct net_peer_listener *l; /* kept open here until the child ends: closing it shuts the socket down */
 };
 
 /* Serve d's store from a child process, so that its peak RSS is its own. */
@@ -298,6 +299,7 @@ static void child_srv_start(struct child_srv *cs, struct dev *d)
         s.conf = conf;
         s.listener = l;
         s.opts.trust = t;
+        s.max_conns = 32; /* 16 hostile enrolled sessions would fill the default 16 (see README) */
         s.log = fopen(path("hostile-server.log"), "w");
         s.stop = &child_stop;
         sync_serve(&s);
@@ -306,7 +308,7 @@ static void child_srv_start(struct child_srv *cs, struct dev *d)
         fflush(stdout);
         _exit(0);
     }
-    net_peer_listener_close(l);
+    cs->l = l;
 }
 
 /* Stop it; its peak RSS in KiB. */
@@ -317,6 +319,7 @@ static long child_srv_stop(struct child_srv *cs)
     kill(cs->pid, SIGTERM);
     if (wait4(cs->pid, &st, 0, &ru) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
         die("server child", -1);
+    net_peer_listener_close(cs->l);
     return ru.ru_maxrss;
 }
 
