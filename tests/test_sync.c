@@ -1850,6 +1850,40 @@ static void test_ascend_experience_reaches_k3_prompt(void **s)
 
 /* Two kope processes on loopback enroll in one fleet, sync both ways, and
  * end with identical record sets. */
+/* Start `kope --db a.db serve` in dir (a tpath subdirectory named sub),
+ * its log in serve.log; wait for its "listening on" line. timeout_ms: the
+ * --timeout-ms value, or NULL. */
+static pid_t serve_fork(const char *dir, const char *sub, const char *timeout_ms, int *port)
+{
+    const char *k = kope_bin();
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (chdir(dir) == 0 && freopen("serve.log", "w", stderr)) {
+            if (timeout_ms)
+                execl(k, k, "--db", "a.db", "serve", "--listen", "127.0.0.1:0", "--timeout-ms", timeout_ms, (char *)NULL);
+            else
+                execl(k, k, "--db", "a.db", "serve", "--listen", "127.0.0.1:0", (char *)NULL);
+        }
+        _exit(127);
+    }
+    *port = 0;
+    for (int i = 0; i < test_ms(5000) / 10 && !*port; i++) {
+        usleep(10000);
+        FILE *f = fopen(tpath("%s/serve.log", sub), "r");
+        char line[256];
+        while (f && fgets(line, sizeof line, f))
+            if (strstr(line, "listening on"))
+                *port = atoi(strrchr(line, ':') + 1);
+        if (f)
+            fclose(f);
+    }
+    if (*port <= 0)
+        kill(pid, SIGTERM);
+    assert_true(*port > 0);
+    return pid;
+}
+
 static void test_cli_two_processes(void **s)
 {
     (void)s;
@@ -1863,26 +1897,9 @@ static void test_cli_two_processes(void **s)
                              "%s --db b.db fleet enroll k3a",
                              dir, k, k, k, k, k), 0);
     char serve_ms[32];
-    snprintf(serve_ms, sizeof serve_ms, "%d", test_ms(3000));
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        if (chdir(dir) == 0 && freopen("serve.log", "w", stderr))
-            execl(k, k, "--db", "a.db", "serve", "--listen", "127.0.0.1:0", "--timeout-ms", serve_ms, (char *)NULL);
-        _exit(127);
-    }
     int port = 0;
-    for (int i = 0; i < test_ms(5000) / 10 && !port; i++) {
-        usleep(10000);
-        FILE *f = fopen(tpath("cli/serve.log"), "r");
-        char line[256];
-        while (f && fgets(line, sizeof line, f))
-            if (strstr(line, "listening on"))
-                port = atoi(strrchr(line, ':') + 1);
-        if (f)
-            fclose(f);
-    }
-    assert_true(port > 0);
+    snprintf(serve_ms, sizeof serve_ms, "%d", test_ms(3000));
+    pid_t pid = serve_fork(dir, "cli", serve_ms, &port);
     int rc = run_cmd(out, sizeof out, "cd %s && %s --db b.db sync 127.0.0.1:%d", dir, k, port);
     if (rc)
         fail_msg("kope sync: %s", out);
@@ -1938,25 +1955,8 @@ static void test_cli_serve_trust_reload(void **s)
                              "%s --db e.db fleet init --dir fleet2 --name 'fleet two' && "
                              "%s --db e.db fleet enroll --ca fleet2 e1 && %s --db e.db fleet trust fleet/ca.crt",
                              dir, k, k, k, k, k, k, k), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        if (chdir(dir) == 0 && freopen("serve.log", "w", stderr))
-            execl(k, k, "--db", "a.db", "serve", "--listen", "127.0.0.1:0", (char *)NULL);
-        _exit(127);
-    }
     int port = 0;
-    for (int i = 0; i < test_ms(5000) / 10 && !port; i++) {
-        usleep(10000);
-        FILE *f = fopen(tpath("reload/serve.log"), "r");
-        char line[256];
-        while (f && fgets(line, sizeof line, f))
-            if (strstr(line, "listening on"))
-                port = atoi(strrchr(line, ':') + 1);
-        if (f)
-            fclose(f);
-    }
-    assert_true(port > 0);
+    pid_t pid = serve_fork(dir, "reload", NULL, &port);
     /* the server is stopped before any check fails (no orphan process) */
     char out1[8192], out2[8192];
     int rc1 = run_cmd(out1, sizeof out1, "cd %s && %s --db e.db sync 127.0.0.1:%d", dir, k, port);
