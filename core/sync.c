@@ -887,12 +887,13 @@ static void serve_reload(struct sync_server *srv, FILE *log)
 static int serve_admit(struct sync_server *srv, pthread_attr_t *attr, struct admit_wait *aw, uint64_t now)
 {
     /* Threads: every authenticated session, every handshake, and evicted
-     * ones still on their way out. A handshake may be evicted after an
-     * eighth of its deadline (at most 1 s): far more than an honest one
-     * needs, even on a loaded machine. */
+     * ones still on their way out. A handshake may be evicted after a
+     * quarter of its deadline (2.5 s by default): more than an honest one
+     * needs even on a slow board with several at once (under qemu, eight
+     * parallel handshakes took over a second each). */
     int max_threads = lim(srv->max_conns, 16) + 2 * lim(srv->max_unauth, 8);
     uint64_t hs_ms = (uint64_t)net_peer_conf_handshake_ms(srv->conf);
-    uint64_t min_age_ms = hs_ms / 8 < 1000 ? hs_ms / 8 : 1000;
+    uint64_t min_age_ms = hs_ms / 4;
     struct sync_slot *sl = NULL, *v = NULL;
     pthread_t th;
     int admit = -1;

@@ -259,6 +259,9 @@ static void srv_start(struct srv *s, struct dev *d, int timeout_ms)
     s->d = d;
     /* timeouts are native figures, scaled under emulation (tests/testutil.h) */
     assert_int_equal(net_peer_conf_new(1, fleet_ca.cert, d->cert_pem, d->key_pem, test_ms(timeout_ms), &s->conf, err, sizeof err), 0);
+    struct net_peer_limits lim = {test_ms(NET_PEER_HANDSHAKE_MS), test_ms(NET_PEER_SESSION_MS), NET_PEER_MIN_RATE,
+                                  test_ms(NET_PEER_RATE_GRACE_MS)};
+    net_peer_conf_limits(s->conf, &lim); /* the defaults, scaled under emulation */
     assert_int_equal(net_trust_new(fleet_ca.cert, &s->trust, err, sizeof err), 0);
     assert_int_equal(net_peer_listen("127.0.0.1", "0", &s->l, &port, err, sizeof err), 0);
     snprintf(s->port, sizeof s->port, "%d", port);
@@ -322,6 +325,9 @@ static struct net_peer_conf *client_conf(struct dev *d, const char *cert_pem, in
     char err[320];
     assert_int_equal(net_peer_conf_new(0, fleet_ca.cert, cert_pem ? cert_pem : d->cert_pem, d->key_pem,
                                        test_ms(timeout_ms), &c, err, sizeof err), 0);
+    struct net_peer_limits lim = {test_ms(NET_PEER_HANDSHAKE_MS), test_ms(NET_PEER_SESSION_MS), NET_PEER_MIN_RATE,
+                                  test_ms(NET_PEER_RATE_GRACE_MS)};
+    net_peer_conf_limits(c, &lim);
     return c;
 }
 
@@ -1259,6 +1265,10 @@ static void test_bad_client_certs(void **s)
 
 static void srv_limits(struct srv *s, int handshake_ms, int session_ms, int min_rate, int grace_ms)
 {
+    /* 0: the default, scaled under emulation like every bound here */
+    handshake_ms = handshake_ms ? handshake_ms : NET_PEER_HANDSHAKE_MS;
+    session_ms = session_ms ? session_ms : NET_PEER_SESSION_MS;
+    grace_ms = grace_ms ? grace_ms : NET_PEER_RATE_GRACE_MS;
     struct net_peer_limits l = {handshake_ms > 0 ? test_ms(handshake_ms) : handshake_ms,
                                 session_ms > 0 ? test_ms(session_ms) : session_ms, min_rate,
                                 grace_ms > 0 ? test_ms(grace_ms) : grace_ms};
