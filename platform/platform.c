@@ -221,6 +221,14 @@ const struct platform_ops *platform_find(const char *name)
     return NULL;
 }
 
+double platform_rank(const char *target, const struct plat_outcome *o)
+{
+    const struct platform_ops *t = platform_find(target);
+    if (t && t->rank)
+        return t->rank(o);
+    return o->num(o->ctx, "speedup", 0);
+}
+
 int platform_open(const char *name, const struct plat_settings *s,
                   struct platform **out, char *err, size_t err_len)
 {

@@ -330,6 +330,15 @@ struct plat_probe {
  * claim is made then). */
 double plat_roofline_share(const struct plat_probe *pr, double flops, double bytes, double ns);
 
+/* A recorded outcome as a target's rank hook reads it. core/ owns the record
+ * and its format; the target only names the body members its claim is made
+ * of (so platform code never parses JSON). */
+struct plat_outcome {
+    const void *ctx;
+    /* The number under key in the outcome's body, or dflt when there is none. */
+    double (*num)(const void *ctx, const char *key, double dflt);
+};
+
 /* ------------------------------------------------------------------------
  * The interface.
  * ------------------------------------------------------------------------ */
@@ -381,6 +390,14 @@ struct platform_ops {
      * PLAT_ERR_UNSUPPORTED when there is none for this op. */
     int (*starter)(struct platform *p, const struct plat_task *t, char **src, size_t *len,
                    char *label, size_t label_len);
+
+    /* The target's claimed metric of a passing, fully verified outcome,
+     * larger = better: how core ranks a task's outcomes to find its one best
+     * (core/graph.h graph_tree_best). Static (no open platform needed: the
+     * graph ranks records of any age). Optional: NULL means the outcome's
+     * "speedup" (its ratio against the claimed same-run baseline), 0 when it
+     * has none. */
+    double (*rank)(const struct plat_outcome *o);
 };
 
 /* An open target. The ops table is static; priv belongs to the target. */
@@ -395,6 +412,10 @@ struct platform {
 /* The ops table of a named target ("k3"), or NULL. The one place targets are
  * chosen. */
 const struct platform_ops *platform_find(const char *name);
+
+/* The rank of a passing outcome recorded for target (platform_ops.rank, or
+ * its NULL default); an unknown target ranks by the default too. */
+double platform_rank(const char *target, const struct plat_outcome *o);
 
 /* Open target `name` with settings s (NULL = defaults). *out is owned by the
  * caller; release with platform_close. On failure returns PLAT_ERR_* and

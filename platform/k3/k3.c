@@ -954,6 +954,15 @@ out:
     return rc;
 }
 
+/* The k3 claim of a passing outcome: its ratio against the claimed same-run
+ * baseline ("speedup": autovec-O3 when measured; under emulation an
+ * instruction-count ratio, never time). One number per outcome, so every
+ * caller of the graph's best (run, context, report, export) agrees. */
+static double k3_rank(const struct plat_outcome *o)
+{
+    return o->num(o->ctx, "speedup", 0);
+}
+
 const struct platform_ops plat_k3_ops = {
     .name = "k3",
     .open = k3_open,
@@ -964,4 +973,5 @@ const struct platform_ops plat_k3_ops = {
     .measure = k3_measure,
     .probe = k3_probe, /* platform/k3/probe.c */
     .build_free = k3_build_free,
+    .rank = k3_rank,
 };
