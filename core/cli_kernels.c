@@ -171,8 +171,8 @@ static int kx_load(struct graph *g, const struct graph_tree *t, int best, const 
         }
     }
     const cJSON *db = jget(nd->dec.json, "body"), *ob = jget(nd->out.json, "body");
-    /* the shape flag of docs/K3-HARNESS.md: the task case was cut (qemu) */
-    if (cJSON_IsTrue(jget(ob, "reduced"))) {
+    /* graph_tree_best never picks these; a decision named by id may be one */
+    if (cJSON_IsTrue(jget(ob, "reduced_shape"))) {
         snprintf(why, why_cap, "its best outcome %.12s was verified only at a reduced shape, not the task's",
                  nd->out.id_hex);
         return 1;
@@ -846,6 +846,32 @@ static int pick_cb(void *ctx, const struct store_rec *r)
     return 0;
 }
 
+/* Passing outcomes of t that the best definition (core/graph.h) left out
+ * although they rank above the best (any, when there is no best): verified
+ * only at a reduced shape, or of another target. The first one's reason goes
+ * to why; returns how many. */
+static int passed_over(const struct graph_tree *t, int best, char *why, size_t cap)
+{
+    int n = 0;
+    double br = best >= 0 ? graph_outcome_rank(&t->nodes[best].out) : 0;
+    for (size_t i = 0; i < t->n; i++) {
+        const struct graph_node *nd = &t->nodes[i];
+        const char *st = nd->has_outcome ? jstr(jget(nd->out.json, "body"), "status") : NULL;
+        if (!st || strcmp(st, "pass") != 0 || graph_outcome_verified(&nd->out, t->task.target) ||
+            (best >= 0 && graph_outcome_rank(&nd->out) <= br))
+            continue;
+        if (!n++) {
+            if (strcmp(nd->out.target, t->task.target) != 0)
+                snprintf(why, cap, "outcome %.12s is for target '%s', not '%s'", nd->out.id_hex,
+                         nd->out.target, t->task.target);
+            else
+                snprintf(why, cap, "outcome %.12s was verified only at a reduced shape, not the task's",
+                         nd->out.id_hex);
+        }
+    }
+    return n;
+}
+
 static int name_in(const char *name, char **list, int n)
 {
     for (int i = 0; i < n; i++)
@@ -992,13 +1018,19 @@ static int kernels_export(struct cli *c, int argc, char **argv)
                 continue;
             }
         }
+        /* the best as `kope run` and the report see it (core/graph.h) */
         int best = graph_tree_best(&t);
-        char why[400];
-        int r = 1;
-        if (best < 0)
+        char why[400], over[300] = "";
+        int r = 1, n_over = passed_over(&t, best, over, sizeof over);
+        if (best < 0 && n_over)
+            snprintf(why, sizeof why, "no passing kernel fully verified on this target: %s", over);
+        else if (best < 0)
             snprintf(why, sizeof why, "no passing kernel recorded");
         else
             r = kx_load(&g, &t, best, target, include_emulated, &ks[nk], why, sizeof why);
+        if (r == 0 && n_over)
+            fprintf(stderr, "kope kernels export: task %s: %d higher-ranked outcome(s) not used: %s\n", tp->name,
+                    n_over, over);
         graph_tree_free(&t);
         if (r < 0) {
             fprintf(stderr, "kope kernels export: task %s: %s\n", tp->name, kope_strerror(r));
