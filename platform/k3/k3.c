@@ -33,6 +33,7 @@
 
 #include "platform/embed.h"
 #include "platform/k3/k3.h"
+#include "platform/k3/k3_icount.h"
 #include "platform/report.h"
 #define KOPE_HARNESS_HOST_ONLY
 #include "platform/k3/embed/harness.h"
@@ -402,6 +403,13 @@ static int cpuinfo_is_riscv(void)
     return yes;
 }
 
+/* The VLEN the emulator runs with: its vlen= option, else qemu's default 128. */
+static int runner_vlen(const struct k3 *k)
+{
+    const char *vl = strstr(k->runner, "vlen=");
+    return vl ? atoi(vl + 5) : 128;
+}
+
 static int k3_open(struct platform *p)
 {
     struct k3 *k = calloc(1, sizeof *k);
@@ -469,6 +477,10 @@ static int k3_open(struct platform *p)
     blas_find(k, s->deps_sysroot);
     if (k->emulated)
         plugin_find(k, s->icount_plugin);
+    int dl = s->dlen_bits;
+    if (dl && (dl < 32 || (dl & (dl - 1)) || (k->emulated && dl > runner_vlen(k))))
+        return set_err(p, PLAT_ERR_BAD_TASK, "platform.k3.dlen %d: needs a power of two from 32 "
+                       "to the emulated VLEN (%d)", dl, runner_vlen(k));
     return toolchain_check(p, k);
 }
 
@@ -492,8 +504,7 @@ static int k3_describe(struct platform *p, struct plat_desc *out)
     snprintf(out->arch, sizeof out->arch, "riscv64");
     snprintf(out->isa, sizeof out->isa, "rv64gcv_zba_zbb_zbs");
     /* emulated: the runner's vlen= (256 by default); natively `kope probe` says */
-    const char *vl = strstr(k->runner, "vlen=");
-    out->vlen_bits = k->emulated ? (vl ? atoi(vl + 5) : 128) : 0;
+    out->vlen_bits = k->emulated ? runner_vlen(k) : 0;
     out->emulated = k->emulated;
     snprintf(out->cc, sizeof out->cc, "%.150s %.100s", k->cc, k->cflags);
     snprintf(out->runner, sizeof out->runner, "%.250s", k->runner);
@@ -849,8 +860,12 @@ static int harness_run(struct platform *p, const struct plat_task *t, const stru
     cmd_init(&c);
     cmd_split(&c, k->runner);
     if (k->emulated && k->plugin[0] && strcmp(mode, "measure") == 0) {
+        char plug[K3_PATH_MAX * 2 + 128];
+        if (k3_icount_plugin_arg(k->plugin, icount_out, runner_vlen(k), s->dlen_bits, plug,
+                                 sizeof plug))
+            return set_err(p, PLAT_ERR_INTERNAL, "icount plugin: a path holds a comma or is too long");
         cmd_arg(&c, "-plugin");
-        cmd_arg(&c, "%s,out=%s", k->plugin, icount_out);
+        cmd_arg(&c, "%s", plug);
     }
     cmd_arg(&c, "%s", b->path);
     cmd_arg(&c, "mode=%s", mode);
@@ -1024,6 +1039,7 @@ static int k3_measure(struct platform *p, const struct plat_task *t, const struc
             out->icount = h->r.icount[0][0];
             out->icount_vector = h->r.icount[0][1];
             out->icount_vmem = h->r.icount[0][2];
+            out->vcost = h->r.icount[0][3];
             continue;
         }
         if (out->n_baselines >= PLAT_MAX_BASELINES)
@@ -1033,16 +1049,30 @@ static int k3_measure(struct platform *p, const struct plat_task *t, const struc
         bl->median_ns = h->r.times[i].med;
         bl->min_ns = h->r.times[i].min;
         bl->icount = h->r.icount[i][0];
-        if (!k->emulated && out->median_ns > 0)
+        bl->vcost = h->r.icount[i][3];
+        const char *metric = "";
+        if (!k->emulated && out->median_ns > 0) {
             bl->ratio = bl->median_ns / out->median_ns;
-        else if (k->emulated && h->r.has_icount && out->icount > 0)
-            bl->ratio = (double)bl->icount / (double)out->icount;
-        else
+            metric = "time";
+        } else if (k->emulated && h->r.has_icount) {
+            bl->ratio = plat_emulated_ratio(out->vcost, out->icount, bl->vcost, bl->icount, &metric);
+        } else {
             bl->ratio = 0; /* not claimed */
+        }
+        plat_metric_merge(out->ratio_metric, metric);
     }
 out:
     free(h);
     return rc;
+}
+
+/* The k3 claim of a passing outcome: its ratio against the claimed same-run
+ * baseline ("speedup": autovec-O3 when measured; under emulation an
+ * instruction-count ratio, never time). One number per outcome, so every
+ * caller of the graph's best (run, context, report, export) agrees. */
+static double k3_rank(const struct plat_outcome *o)
+{
+    return o->num(o->ctx, "speedup", 0);
 }
 
 const struct platform_ops plat_k3_ops = {
@@ -1055,4 +1085,5 @@ const struct platform_ops plat_k3_ops = {
     .measure = k3_measure,
     .probe = k3_probe, /* platform/k3/probe.c */
     .build_free = k3_build_free,
+    .rank = k3_rank,
 };
