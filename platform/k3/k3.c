@@ -403,6 +403,16 @@ static int cpuinfo_is_riscv(void)
     return yes;
 }
 
+/* Ops where a BLAS routine computes exactly the task (embed/blas.c says
+ * which routine and where a copy is part of its work): the matmul family,
+ * axpy, scale, add, l2norm. Where not, OpenBLAS is not linked and its
+ * baseline is absent. */
+static int blas_peer_op(enum plat_op op)
+{
+    return op == PLAT_OP_GEMM || op == PLAT_OP_GEMM_NT || op == PLAT_OP_GEMV || op == PLAT_OP_AXPY ||
+           op == PLAT_OP_SCALE || op == PLAT_OP_ADD || op == PLAT_OP_L2NORM;
+}
+
 /* The VLEN the emulator runs with: its vlen= option, else qemu's default 128. */
 static int runner_vlen(const struct k3 *k)
 {
@@ -491,6 +501,8 @@ static void k3_close(struct platform *p)
         return;
     if (k->own_work && k->work[0])
         rm_tree(k->work);
+    free(k->inc_direct);
+    free(k->inc_closure);
     free(k);
     p->priv = NULL;
 }
@@ -510,7 +522,8 @@ static int k3_describe(struct platform *p, struct plat_desc *out)
              k->emulated ? "emulated (qemu-user): correctness and instruction counts only, "
                            "times are not speeds"
                          : "native riscv64",
-             k->blas_dir[0] ? "; OpenBLAS baseline for matmul" : "; no OpenBLAS baseline found",
+             k->blas_dir[0] ? "; OpenBLAS baseline for gemm, gemm_nt, gemv, axpy, scale, add, l2norm"
+                            : "; no OpenBLAS baseline found",
              k->plugin[0] ? "; icount plugin loaded" : "");
     return 0;
 }
@@ -545,6 +558,49 @@ static int rt_compile(struct platform *p, const char *src, const char *obj, cons
         return set_err(p, PLAT_ERR_HARNESS, "harness file %s does not build: %.300s", src, msg);
     }
     return 0;
+}
+
+/* Where the allowed headers resolve with the candidate's own flags, and
+ * every file they read in turn (k3_screen_includes compares a candidate's
+ * compile against these). One -fsyntax-only compile per open platform. */
+#define K3_INC_LIST_MAX (64u << 10)
+static int rt_includes_probe(struct platform *p)
+{
+    struct k3 *k = p->priv;
+    char src[K3_PATH_MAX + 64], text[1024];
+    size_t n = 0;
+    for (int i = 0; i < K3_N_ALLOWED_HEADERS; i++)
+        n += (size_t)snprintf(text + n, sizeof text - n, "#include %c%s%c\n",
+                              strcmp(k3_allowed_headers[i], "kernel_abi.h") ? '<' : '"',
+                              k3_allowed_headers[i], strcmp(k3_allowed_headers[i], "kernel_abi.h") ? '>' : '"');
+    snprintf(src, sizeof src, "%s/inc_probe.c", k->rt);
+    if (n >= sizeof text || file_write(src, text, n))
+        return set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", src);
+    char *out = malloc(K3_INC_LIST_MAX);
+    free(k->inc_direct);
+    free(k->inc_closure);
+    k->inc_direct = malloc(K3_INC_LIST_MAX);
+    k->inc_closure = malloc(K3_INC_LIST_MAX);
+    if (!out || !k->inc_direct || !k->inc_closure) {
+        free(out);
+        return set_err(p, PLAT_ERR_NOMEM, "out of memory");
+    }
+    struct cmd c;
+    struct k3_run_result res;
+    cmd_init(&c);
+    cmd_split(&c, k->cc);
+    cmd_split(&c, k->cflags);
+    cmd_split(&c, "-std=gnu11 -H -fsyntax-only");
+    cmd_arg(&c, "-I%s", k->rt);
+    cmd_arg(&c, "%s", src);
+    int rc = run_tool(p, &c, out, K3_INC_LIST_MAX, &res);
+    if (!rc && (!tool_ok(&res) || res.truncated ||
+                k3_includes_collect(out, k->inc_direct, K3_INC_LIST_MAX, k->inc_closure,
+                                    K3_INC_LIST_MAX) != 0 || !k->inc_direct[0]))
+        rc = set_err(p, PLAT_ERR_HARNESS, "the allowed headers do not compile with '%.200s': %.300s",
+                     k->cc, out);
+    free(out);
+    return rc;
 }
 
 static int rt_build(struct platform *p)
@@ -582,7 +638,9 @@ static int rt_build(struct platform *p)
     snprintf(path, sizeof path, "%s/kernel_abi.h", k->rt);
     if (file_write(path, abi->data, abi->len))
         return set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", path);
-    int rc = rt_compile(p, "harness.c", "harness.o", "-O2", NULL);
+    int rc = rt_includes_probe(p);
+    if (!rc)
+        rc = rt_compile(p, "harness.c", "harness.o", "-O2", NULL);
     if (!rc)
         rc = rt_compile(p, "ref.c", "ref.o", "-O2", NULL);
     if (!rc)
@@ -654,24 +712,68 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
     if (file_write(file, src, len))
         return set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", file);
 
-    /* compile the candidate alone */
+    /* compile the candidate alone; -H and -MD make the compiler list every
+     * file it reads, which k3_screen_includes judges */
+    char deps[K3_PATH_MAX + 64], proto[K3_PATH_MAX + 64];
+    snprintf(deps, sizeof deps, "%s/cand.d", dir);
+    snprintf(proto, sizeof proto, "%s/proto_%s.h", k->rt, plat_family_name(t->family));
     struct cmd c;
     struct k3_run_result res;
     cmd_init(&c);
     cmd_split(&c, k->cc);
     cmd_split(&c, k->cflags);
     cmd_split(&c, "-std=gnu11 -fno-common -Werror=implicit-function-declaration");
+    if (screen)
+        cmd_split(&c, "-H -MD");
+    if (screen) {
+        cmd_arg(&c, "-MF");
+        cmd_arg(&c, "%s", deps);
+    }
     cmd_arg(&c, "-I%s", k->rt);
     cmd_arg(&c, "-include");
-    cmd_arg(&c, "%s/proto_%s.h", k->rt, plat_family_name(t->family));
+    cmd_arg(&c, "%s", proto);
     cmd_arg(&c, "-c");
     cmd_arg(&c, "%s", file);
     cmd_arg(&c, "-o");
     cmd_arg(&c, "%s", obj);
-    rc = run_tool(p, &c, out->diag, sizeof out->diag, &res);
-    if (rc)
+    char *raw = malloc(K3_INC_LIST_MAX);
+    if (!raw)
+        return set_err(p, PLAT_ERR_NOMEM, "out of memory");
+    rc = run_tool(p, &c, raw, K3_INC_LIST_MAX, &res);
+    if (rc) {
+        free(raw);
         return rc;
-    out->diag_truncated = res.truncated;
+    }
+    if (screen) {
+        char own[3 * K3_PATH_MAX + 256], *dtext = NULL;
+        snprintf(own, sizeof own, "%s\n%s\n%s/kernel_abi.h\n", file, proto, k->rt);
+        FILE *df = fopen(deps, "rb");
+        if (df) {
+            dtext = malloc(K3_INC_LIST_MAX);
+            size_t dn = dtext ? fread(dtext, 1, K3_INC_LIST_MAX - 1, df) : 0;
+            if (dtext)
+                dtext[dn] = '\0';
+            fclose(df);
+        }
+        /* a truncated header list cannot be judged: refused as well */
+        int bad = res.truncated ||
+                  k3_screen_includes(raw, dtext, k->inc_direct, k->inc_closure, own,
+                                     &out->screen_rule, out->detail, sizeof out->detail);
+        free(dtext);
+        if (bad) {
+            if (out->screen_rule == PLAT_SCREEN_NONE) {
+                out->screen_rule = PLAT_SCREEN_HEADER;
+                snprintf(out->detail, sizeof out->detail, "compiler output over %u bytes",
+                         K3_INC_LIST_MAX);
+            }
+            out->reason = PLAT_FAIL_SCREEN_REJECTED;
+            free(raw); /* nothing the compiler said about another file is kept */
+            goto out;
+        }
+    }
+    size_t kept = k3_diag_clean(raw, file, out->diag, sizeof out->diag);
+    out->diag_truncated = res.truncated || kept + 1 >= sizeof out->diag;
+    free(raw);
     if (!tool_ok(&res)) {
         out->reason = PLAT_FAIL_COMPILE_ERROR;
         snprintf(out->detail, sizeof out->detail, "%s",
@@ -700,9 +802,9 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
     cmd_split(&c, "-static -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc");
     cmd_arg(&c, "%s/harness.o", k->rt);
     cmd_arg(&c, "%s/ref.o", k->rt);
-    /* OpenBLAS is linked only where it is a baseline (the matmul family):
+    /* OpenBLAS is linked only where it is a baseline (blas_peer_op):
      * scanning the static archive is a third of the link time */
-    int blas = k->blas_dir[0] && t->family == PLAT_FAM_MATMUL;
+    int blas = k->blas_dir[0] && blas_peer_op(t->op);
     cmd_arg(&c, "%s/%s", k->rt, blas ? "blas.o" : "blas_none.o");
     cmd_arg(&c, "%s/base_scalar_%d.o", k->rt, (int)t->op);
     cmd_arg(&c, "%s/base_autovec_%d.o", k->rt, (int)t->op);
@@ -976,12 +1078,18 @@ out:
 }
 
 /* The k3 claim of a passing outcome: its ratio against the claimed same-run
- * baseline ("speedup": autovec-O3 when measured; under emulation an
- * instruction-count ratio, never time). One number per outcome, so every
- * caller of the graph's best (run, context, report, export) agrees. */
+ * baseline ("speedup": autovec-O3 when measured; natively by time, under
+ * emulation by the vector-cost model, never time). One number per outcome,
+ * so every caller of the graph's best (run, context, report, export) agrees.
+ * An emulated outcome counted without vcost (recorded before the model
+ * existed, or unmodelled: a register-form vsetvl) holds an icount ratio,
+ * which makes LMUL free; it ranks below every vcost claim (x 1e-6) and
+ * only among its kind, so the tuner never keeps it over a modelled point. */
 static double k3_rank(const struct plat_outcome *o)
 {
-    return o->num(o->ctx, "speedup", 0);
+    double sp = o->num(o->ctx, "speedup", 0);
+    int icount_only = o->num(o->ctx, "vcost", 0) <= 0 && o->num(o->ctx, "icount", 0) > 0;
+    return icount_only ? sp * 1e-6 : sp;
 }
 
 const struct platform_ops plat_k3_ops = {
