@@ -300,10 +300,14 @@ int agent_evaluate(struct run *r, const struct plat_task *t, const struct propos
         return rc;
     if (p == r->p_fast && vd->m.ok) {
         vd->m.n_baselines = bc->n;
+        vd->m.ratio_metric[0] = '\0';
         for (int i = 0; i < bc->n; i++) {
+            const char *metric = "";
             vd->m.base[i] = bc->base[i];
-            vd->m.base[i].ratio = vd->m.has_icount && vd->m.icount && bc->base[i].icount
-                                      ? (double)bc->base[i].icount / (double)vd->m.icount : 0;
+            vd->m.base[i].ratio = vd->m.has_icount
+                                      ? plat_emulated_ratio(vd->m.vcost, vd->m.icount, bc->base[i].vcost,
+                                                            bc->base[i].icount, &metric) : 0;
+            plat_metric_merge(vd->m.ratio_metric, metric);
         }
     } else if (bc && vd->m.ok && vd->m.has_icount && vd->m.n_baselines) {
         bc->have = 1;
@@ -330,7 +334,8 @@ int agent_evaluate(struct run *r, const struct plat_task *t, const struct propos
     } else {
         vd->score = vd->m.median_ns > 0 ? 1e9 / vd->m.median_ns : 0; /* time only: no claim */
     }
-    snprintf(vd->reason, sizeof vd->reason, "%s", vd->m.emulated ? "emulated: icount ratio" : "native time ratio");
+    snprintf(vd->reason, sizeof vd->reason, "%s%s ratio", vd->m.emulated ? "emulated: " : "native ",
+             vd->m.ratio_metric[0] ? vd->m.ratio_metric : "time");
     return 0;
 }
 
@@ -422,6 +427,10 @@ int agent_record_trial(struct run *r, const uint8_t task[32], int trial, const s
                 cJSON_AddNumberToObject(ra, vd->m.base[i].name, vd->m.base[i].ratio);
         if (vd->m.has_icount)
             cJSON_AddNumberToObject(ob, "icount", (double)vd->m.icount);
+        if (vd->m.vcost)
+            cJSON_AddNumberToObject(ob, "vcost", (double)vd->m.vcost);
+        if (vd->m.ratio_metric[0])
+            cJSON_AddStringToObject(ob, "metric", vd->m.ratio_metric);
         cJSON_AddNumberToObject(ob, "median_ns", vd->m.median_ns);
         cJSON_AddNumberToObject(ob, "score", vd->score);
     }
@@ -447,12 +456,12 @@ out:
 /* ------------------------------------------------ this run's trials so far */
 
 struct history {
-    struct graph_tree tree;
+    struct graph_tree tree;     /* the task's whole tree: every run, proposer, origin */
     int *idx;                   /* nodes of this run, in order */
     size_t n;
-    int best;                   /* index into tree.nodes, -1 = none passed */
-    int first_pass;             /* 1-based trial, 0 = none */
-    int best_trial;
+    int best;                   /* the task's best in the graph (graph_tree_best), -1 = none */
+    int first_pass;             /* 1-based trial of this run, 0 = none */
+    int best_trial;             /* trial of this run that found the best, 0 = an earlier one */
     long tokens;
 };
 
@@ -467,10 +476,11 @@ static int node_pass(const struct graph_node *n)
     return cJSON_IsString(s) && strcmp(s->valuestring, "pass") == 0;
 }
 
+/* The target's metric of a node's outcome: the same number the graph's
+ * best is ranked by (core/graph.h), so the tuner climbs what is claimed. */
 static double node_score(const struct graph_node *n)
 {
-    const cJSON *s = body_of(&n->out, "score");
-    return cJSON_IsNumber(s) ? s->valuedouble : 0;
+    return n->has_outcome ? graph_outcome_rank(&n->out) : 0;
 }
 
 static void history_free(struct history *h)
@@ -502,15 +512,14 @@ static int history_load(struct run *r, const uint8_t task[32], struct history *h
             const cJSON *b = cJSON_GetObjectItemCaseSensitive(tk, "out");
             h->tokens += (long)((cJSON_IsNumber(a) ? a->valuedouble : 0) + (cJSON_IsNumber(b) ? b->valuedouble : 0));
         }
-        if (node_pass(n)) {
-            if (!h->first_pass)
-                h->first_pass = (int)h->n;
-            if (h->best < 0 || node_score(n) > node_score(&h->tree.nodes[h->best])) {
-                h->best = (int)i;
-                h->best_trial = (int)h->n;
-            }
-        }
+        if (node_pass(n) && !h->first_pass)
+            h->first_pass = (int)h->n;
     }
+    /* the run starts from, and reports, the task's best in the whole graph */
+    h->best = graph_tree_best(&h->tree);
+    for (size_t k = 0; h->best >= 0 && k < h->n; k++)
+        if (h->idx[k] == h->best)
+            h->best_trial = (int)k + 1;
     return 0;
 }
 
@@ -743,7 +752,12 @@ static int write_insight(struct run *r, const uint8_t task[32], const struct pla
         if (cJSON_IsNumber(sp))
             buf_printf(&txt, " at %.2fx vs %s%s", sp->valuedouble, cJSON_IsString(bl) ? bl->valuestring : "baseline",
                        cJSON_IsTrue(body_of(&b->out, "emulated")) ? " (icount, emulated)" : "");
-        buf_printf(&txt, ", found at trial %d of %zu (first pass at trial %d).", h->best_trial, h->n, h->first_pass);
+        if (h->best_trial)
+            buf_printf(&txt, ", found at trial %d of %zu (first pass at trial %d).", h->best_trial, h->n,
+                       h->first_pass);
+        else
+            buf_printf(&txt, ", from an earlier run in the graph (%.12s); this run's %zu trial(s) did not beat it.",
+                       b->dec.id_hex, h->n);
     } else {
         buf_printf(&txt, "%s: no passing kernel in %zu trials.", t->name, h->n);
     }
@@ -865,9 +879,10 @@ static int run_task(struct run *r, const struct task_entry *te, size_t ti, size_
         memset(&pr, 0, sizeof pr);
         pr.parent = h.best >= 0 ? h.tree.nodes[h.best].dec.id : h.n ? h.tree.nodes[h.idx[h.n - 1]].dec.id : NULL;
 
-        /* the LLM proposes once a first trial (the tuner's safe default or
-         * the target's starter) is in: from its best, or from its feedback */
-        if (h.n >= 1 && llm_usable(r)) {
+        /* the LLM proposes once the task has a best in the graph (from any
+         * run) or this run's first trial (the tuner's safe default or the
+         * target's starter) is in: from that best, or from the feedback */
+        if ((h.n >= 1 || h.best >= 0) && llm_usable(r)) {
             char *req = NULL;
             char ref[GRAPH_BLOB_REF];
             uint8_t ph[32];

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -19,6 +20,7 @@
 #include "core/graph.h"
 #include "core/util.h"
 #include "net/crypto.h"
+#include "platform/platform.h"
 #include "store/store.h"
 
 #define MAX_PARENTS 64
@@ -839,20 +841,72 @@ static int passed(const struct graph_node *n)
     return s && strcmp(s, "pass") == 0;
 }
 
+static double rank_num(const void *ctx, const char *key, double dflt)
+{
+    return body_num(ctx, key, dflt);
+}
+
+int graph_outcome_verified(const struct graph_rec *out, const char *target)
+{
+    const char *st = body_str(out, "status");
+    const cJSON *reduced = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(out->json, "body"),
+                                                            "reduced_shape");
+    return st && strcmp(st, "pass") == 0 && strcmp(out->kind, "outcome") == 0 &&
+           (!target || strcmp(out->target, target) == 0) && !cJSON_IsTrue(reduced);
+}
+
+double graph_outcome_rank(const struct graph_rec *out)
+{
+    struct plat_outcome o = {out, rank_num};
+    double v = platform_rank(out->target, &o);
+    return isfinite(v) ? v : 0; /* a record's number is outside input: never NaN-ranked */
+}
+
 int graph_tree_best(const struct graph_tree *t)
 {
     int best = -1;
     double bs = 0;
     for (size_t i = 0; i < t->n; i++) {
-        if (!passed(&t->nodes[i]))
+        const struct graph_node *n = &t->nodes[i];
+        if (!n->has_outcome || !graph_outcome_verified(&n->out, t->task.target))
             continue;
-        double s = body_num(&t->nodes[i].out, "speedup", 0);
+        double s = graph_outcome_rank(&n->out);
         if (best < 0 || s > bs) {
             best = (int)i;
             bs = s;
         }
     }
     return best;
+}
+
+int graph_task_best(struct graph *g, const uint8_t task[32], struct graph_best *b)
+{
+    struct graph_tree t;
+    memset(b, 0, sizeof *b);
+    int rc = graph_tree_load(g, task, &t);
+    if (rc)
+        return rc;
+    int i = graph_tree_best(&t);
+    if (i >= 0) {
+        /* move the two records out of the tree before it is freed */
+        b->found = 1;
+        b->dec = t.nodes[i].dec;
+        b->out = t.nodes[i].out;
+        b->rank = graph_outcome_rank(&b->out);
+        memset(&t.nodes[i].dec, 0, sizeof t.nodes[i].dec);
+        t.nodes[i].has_outcome = 0;
+    }
+    graph_tree_free(&t);
+    return 0;
+}
+
+void graph_best_free(struct graph_best *b)
+{
+    if (b->found) {
+        graph_rec_free(&b->dec);
+        graph_rec_free(&b->out);
+    }
+    memset(b, 0, sizeof *b);
 }
 
 static void outcome_text(const struct graph_node *n, char *buf, size_t cap)

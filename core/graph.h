@@ -137,8 +137,33 @@ struct graph_tree {
 };
 int graph_tree_load(struct graph *g, const uint8_t task[32], struct graph_tree *t);
 void graph_tree_free(struct graph_tree *t);
-/* Index of the node whose passing outcome has the highest "speedup", or -1. */
+/* --- the best of a task: ONE definition, used by run, context, report,
+ * export and the tuner's prior ---------------------------------------------
+ * A task's best is its passing, fully verified outcome on the task's target,
+ * from any run, proposer or origin, ranked by the target's claimed metric
+ * (platform_ops.rank: larger is better; ties keep the earlier record).
+ * "Fully verified": status "pass", recorded for the task's own target, and
+ * not verified at a reduced shape (body "reduced_shape": true, set when the
+ * harness could only check a smaller problem). */
+
+/* 1 if out (an outcome record) counts for the best of a task on target. */
+int graph_outcome_verified(const struct graph_rec *out, const char *target);
+/* The target's metric of an outcome record (platform_rank over its body). */
+double graph_outcome_rank(const struct graph_rec *out);
+/* Index of t's best node by the definition above, or -1 when none passed. */
 int graph_tree_best(const struct graph_tree *t);
+
+/* A task's best, read from the store. found = 0 when nothing passed. */
+struct graph_best {
+    int found;
+    struct graph_rec dec;   /* the decision (body: "source" blob ref, "params", "proposer") */
+    struct graph_rec out;   /* its outcome (body: "speedup", "baseline", "ratios", ...) */
+    double rank;
+};
+/* Load the task's tree and take its best. 0 (found or not), or a code
+ * (KOPE_ERR_NOTFOUND: no such task). *b is owned: graph_best_free. */
+int graph_task_best(struct graph *g, const uint8_t task[32], struct graph_best *b);
+void graph_best_free(struct graph_best *b);
 /* Print as an indented tree / as Graphviz DOT. */
 void graph_tree_print(const struct graph_tree *t, FILE *f);
 void graph_tree_dot(const struct graph_tree *t, FILE *f);

@@ -366,12 +366,105 @@ static void test_queue_kill(void **state)
     free(good);
 }
 
+/* A run starts from the task's best in the whole graph, whoever found it.
+ * Run 1 (offline) measures the tuner's default silu point; `kope queue
+ * flush` then applies an LLM kernel that beats it (the EXP_POLY=5 point,
+ * 43x against the default's 38x by icount). The next `kope run --task`
+ * must prompt with that kernel as the current best and report it as the
+ * task's best, although none of its own trials reach it. */
+static void test_run_starts_from_graph_best(void **state)
+{
+    (void)state;
+    static char out[65536];
+    const char *sp = tpath("silu.json");
+    FILE *f = fopen(sp, "w");
+    assert_non_null(f);
+    fputs("{\"suite\":\"s\",\"tasks\":[{\"name\":\"silu-a\",\"op\":\"silu\",\"dtype\":\"f32\","
+          "\"shape\":{\"n\":4864}}]}", f);
+    fclose(f);
+    const char *db = tpath("best.db");
+    unsetenv("KOPE_LLM_BASE_URL");
+    int rc = run_cmd(out, sizeof out, "%s --db %s run --suite %s --budget 1 --offline", kope_bin(), db, sp);
+    if (rc != 0)
+        print_error("%s\n", out);
+    assert_int_equal(rc, 0);
+    uint8_t task[32];
+    struct store *st;
+    char err[256];
+    struct graph g;
+    assert_int_equal(store_open(db, &st, err, sizeof err), 0);
+    graph_init(&g, st);
+    assert_int_equal(graph_task_find(&g, "silu-a", task), 0);
+    graph_free(&g);
+    store_close(st);
+    int64_t qids[N_CALLS_MAX];
+    int nq = 0;
+    push_calls(db, task, 1, qids, &nq);
+
+    const struct k3_template *tp = NULL;
+    int v[K3_PARAM_MAX];
+    assert_int_equal(k3_point_parse("silu LMUL=4 EXP_POLY=5 RECIP=0", &tp, v), 0);
+    char *better = k3_point_source(tp, v, NULL);
+    assert_non_null(better);
+    char *b1 = chat_body("poly5", better), *b2 = chat_body("broken", BAD_COMPILE);
+    const struct ts_reply script[] = {{.status = 200, .body = b1}, {.status = 200, .body = b2}};
+    struct ts_server srv;
+    assert_int_equal(ts_start(&srv, pki.cert, pki.key, script, 2), 0);
+    llm_env(srv.port);
+    rc = run_cmd(out, sizeof out, "%s --db %s queue flush", kope_bin(), db);
+    if (rc != 0)
+        print_error("%s\n", out);
+    assert_int_equal(rc, 0);
+    assert_int_equal(srv.n_req, 1);
+
+    /* the graph's best is now the flushed LLM kernel */
+    struct graph_best b;
+    assert_int_equal(store_open(db, &st, err, sizeof err), 0);
+    graph_init(&g, st);
+    assert_int_equal(graph_task_best(&g, task, &b), 0);
+    assert_true(b.found);
+    const cJSON *who = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(b.dec.json, "body"),
+                                                        "proposer");
+    assert_string_equal(who->valuestring, "llm");
+    double best_x = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(b.out.json, "body"),
+                                                     "speedup")->valuedouble;
+    graph_best_free(&b);
+    graph_free(&g);
+    store_close(st);
+
+    rc = run_cmd(out, sizeof out, "%s --db %s run --suite %s --task silu-a --budget 2", kope_bin(), db, sp);
+    if (rc != 0)
+        print_error("%s\n", out);
+    assert_int_equal(rc, 0);
+    assert_true(srv.n_req >= 2);
+    /* the first prompt of the new run shows the flushed kernel as current best */
+    const char *cur = strstr(srv.req[1].body, "Current best kernel");
+    assert_non_null(cur);
+    const char *end = strstr(cur + 1, "```\\n");   /* the code block's end, JSON-escaped */
+    end = end ? strstr(end + 4, "```") : NULL;
+    const char *poly = strstr(cur, "EXP_POLY 5");
+    assert_non_null(poly);
+    assert_true(!end || poly < end);
+    /* and the run reports it: the llm kernel at its ratio */
+    char want[64];
+    snprintf(want, sizeof want, "%.2fx", best_x);
+    const char *row = strstr(out, "\nsilu-a ");
+    assert_non_null(row);
+    assert_non_null(strstr(row, want));
+    assert_non_null(strstr(row, "llm"));
+    ts_stop(&srv);
+    free(b1);
+    free(b2);
+    free(better);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llm_loop),
         cmocka_unit_test(test_link_down_queues),
         cmocka_unit_test(test_queue_kill),
+        cmocka_unit_test(test_run_starts_from_graph_best),
     };
     return cmocka_run_group_tests_name("agent_llm", tests, setup, NULL);
 }

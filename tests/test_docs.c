@@ -15,9 +15,10 @@
  *   cmd ...   # needs: WHAT ...   the command is skipped, and "skip: FILE:LINE
  *                                 needs WHAT" printed, where WHAT is one of
  *                                 needs_known[] below: hardware, a network
- *                                 peer, a hosted LLM, or minutes of work (a
+ *                                 peer, a hosted LLM, minutes of work (a
  *                                 build, a whole-suite run) the suite does
- *                                 elsewhere. An unknown WHAT is an error.
+ *                                 elsewhere, or a record id of the writer's
+ *                                 own store. An unknown WHAT is an error.
  *   a `# needs: WHAT` line before a block's first command skips the block.
  * Every fence must name its language (```sh, ```text, ```json, ```c ...):
  * a bare ``` fails here, so a command example cannot hide from this test.
@@ -48,6 +49,7 @@ static const char *const needs_known[] = {
     "network",  /* another host, or a server that runs until stopped */
     "graphviz", /* Graphviz's `dot`, not part of kope's host packages */
     "minutes",  /* a build, the test suite or a whole-suite run: done elsewhere */
+    "id",       /* a record id of the writer's store (every store's ids differ) */
 };
 
 static char out[OUT_CAP];
@@ -198,7 +200,7 @@ static int run_block(const char *rel, char **lines, size_t first, size_t last, c
         int m = needs_marker(lines[j], what, sizeof what);
         if (m < 0) {
             print_message("FAIL: %s:%zu: unknown `# needs: %s` (known: board, ascend, llm, "
-                          "network, graphviz, minutes)\n", rel, j + 1, what);
+                          "network, graphviz, minutes, id)\n", rel, j + 1, what);
             fclose(f);
             return 1;
         }
@@ -222,7 +224,7 @@ static int run_block(const char *rel, char **lines, size_t first, size_t last, c
             int m = needs_marker(lines[j], w, sizeof w);
             if (m < 0) {
                 print_message("FAIL: %s:%zu: unknown `# needs: %s` (known: board, ascend, "
-                              "llm, network, graphviz, minutes)\n", rel, j + 1, w);
+                              "llm, network, graphviz, minutes, id)\n", rel, j + 1, w);
                 failures++;
             }
             if (m > 0)

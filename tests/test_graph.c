@@ -325,6 +325,58 @@ static void test_tree_and_best_path(void **s)
     dev_close(&d);
 }
 
+/* The one definition of a task's best: passing, fully verified, on the
+ * task's own target, ranked by the target's metric (k3: "speedup"). */
+static void test_best_definition(void **s)
+{
+    (void)s;
+    struct dev d;
+    build_source(&d, "bestdef");
+    struct graph_best b;
+    assert_int_equal(graph_task_best(&d.g, d.task, &b), 0);
+    assert_true(b.found);
+    assert_memory_equal(b.dec.id, d.d[2], 32);
+    assert_true(b.rank == 2.0);
+    graph_best_free(&b);
+    /* verified only at a reduced shape: never the best, however fast */
+    uint8_t x[32];
+    cJSON *db = obj("{\"tags\":[\"reduced\"]}");
+    cJSON *ob = obj("{\"status\":\"pass\",\"speedup\":9.0,\"reduced_shape\":true}");
+    assert_int_equal(graph_decision_add(&d.g, d.task, d.d[2], "k3", db, x), 0);
+    assert_int_equal(graph_outcome_add(&d.g, d.task, x, "k3", ob, NULL), 0);
+    cJSON_Delete(ob);
+    /* an outcome recorded for another target: not this task's claim */
+    ob = obj("{\"status\":\"pass\",\"speedup\":8.0}");
+    assert_int_equal(graph_decision_add(&d.g, d.task, d.d[2], "ascend", db, x), 0);
+    assert_int_equal(graph_outcome_add(&d.g, d.task, x, "ascend", ob, NULL), 0);
+    cJSON_Delete(ob);
+    /* ranked by the target's metric, not by the agent's old "score" */
+    ob = obj("{\"status\":\"pass\",\"speedup\":1.9,\"score\":100}");
+    assert_int_equal(graph_decision_add(&d.g, d.task, d.d[2], "k3", db, x), 0);
+    assert_int_equal(graph_outcome_add(&d.g, d.task, x, "k3", ob, NULL), 0);
+    cJSON_Delete(ob);
+    assert_int_equal(graph_task_best(&d.g, d.task, &b), 0);
+    assert_memory_equal(b.dec.id, d.d[2], 32);
+    graph_best_free(&b);
+    /* a faster verified one from a later run (any proposer) takes over */
+    ob = obj("{\"status\":\"pass\",\"speedup\":2.5}");
+    assert_int_equal(graph_decision_add(&d.g, d.task, d.d[1], "k3", db, x), 0);
+    assert_int_equal(graph_outcome_add(&d.g, d.task, x, "k3", ob, NULL), 0);
+    cJSON_Delete(ob);
+    cJSON_Delete(db);
+    assert_int_equal(graph_task_best(&d.g, d.task, &b), 0);
+    assert_memory_equal(b.dec.id, x, 32);
+    assert_true(b.rank == 2.5);
+    graph_best_free(&b);
+    /* a task where nothing passed: found = 0 */
+    uint8_t t2[32];
+    assert_int_equal(graph_task_find(&d.g, "add_1m", t2), 0);
+    assert_int_equal(graph_task_best(&d.g, t2, &b), 0);
+    assert_false(b.found);
+    graph_best_free(&b);
+    dev_close(&d);
+}
+
 static void test_roundtrip_and_union(void **s)
 {
     (void)s;
@@ -649,6 +701,7 @@ int main(void)
         cmocka_unit_test(test_identity),
         cmocka_unit_test(test_chain_and_signatures),
         cmocka_unit_test(test_tree_and_best_path),
+        cmocka_unit_test(test_best_definition),
         cmocka_unit_test(test_roundtrip_and_union),
         cmocka_unit_test(test_tampered_body_rejected),
         cmocka_unit_test(test_reid_breaks_chain),
