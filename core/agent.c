@@ -27,6 +27,7 @@
 #include "core/task.h"
 #include "core/tuner.h"
 #include "core/util.h"
+#include "net/crypto.h"
 #include "net/llm.h"
 #include "platform/k3/k3_templates.h"
 #include "store/queue.h"
@@ -432,6 +433,11 @@ int agent_record_trial(struct run *r, const uint8_t task[32], int trial, const s
         if (vd->m.ratio_metric[0])
             cJSON_AddStringToObject(ob, "metric", vd->m.ratio_metric);
         cJSON_AddNumberToObject(ob, "median_ns", vd->m.median_ns);
+        /* how the verdict was reached, for an exported kernel's provenance */
+        cJSON_AddNumberToObject(ob, "repeats", vd->m.repeats);
+        cJSON_AddNumberToObject(ob, "spread", vd->m.spread);
+        if (vd->m.method[0])
+            cJSON_AddStringToObject(ob, "method", vd->m.method);
         if (vd->m.flops > 0) /* nominal work of the shape: the report's roofline */
             cJSON_AddNumberToObject(ob, "flops", vd->m.flops);
         if (vd->m.bytes > 0)
@@ -854,6 +860,43 @@ static void progress(struct run *r, size_t ti, size_t nt, const char *name, int 
     fflush(r->o->log);
 }
 
+/* A user's seed kernel (suite "seed" or --seed) is the task's next proposal
+ * until the tree holds it: a decision by proposer "user" with this source,
+ * or any "user" trial of this run. Fills pr and returns 1, else 0. The seed
+ * is then screened, verified, measured and recorded like any candidate; the
+ * best definition (core/graph.h) makes it the one to refine if it wins. */
+static int seed_next(struct run *r, const struct task_entry *te, const struct history *h,
+                     struct proposal *pr, char *why, size_t why_cap)
+{
+    const char *src = te->seed ? te->seed : r->o->seed_src;
+    size_t len = te->seed ? te->seed_len : r->o->seed_len;
+    const char *name = te->seed ? te->seed_file : r->o->seed_name;
+    if (!src)
+        return 0;
+    uint8_t hash[32];
+    char ref[GRAPH_BLOB_REF] = "sha256:";
+    net_sha256(src, len, hash);
+    util_hex(hash, 32, ref + 7);
+    for (size_t i = 0; i < h->tree.n; i++) {
+        const struct graph_node *n = &h->tree.nodes[i];
+        const cJSON *who = body_of(&n->dec, "proposer"), *sref = body_of(&n->dec, "source");
+        if (!cJSON_IsString(who) || strcmp(who->valuestring, "user") != 0)
+            continue;
+        if (cJSON_IsString(sref) && strcmp(sref->valuestring, ref) == 0)
+            return 0;
+        for (size_t k = 0; k < h->n; k++)
+            if (h->idx[k] == (int)i)
+                return 0;
+    }
+    snprintf(why, why_cap, "user seed %.200s", name ? name : "");
+    pr->proposer = "user";
+    pr->why = "seed";
+    pr->rationale = why;
+    pr->src = src;
+    pr->len = len;
+    return 1;
+}
+
 static int run_task(struct run *r, const struct task_entry *te, size_t ti, size_t nt,
                     struct agent_result *res)
 {
@@ -883,11 +926,13 @@ static int run_task(struct run *r, const struct task_entry *te, size_t ti, size_
         struct proposal pr;
         memset(&pr, 0, sizeof pr);
         pr.parent = h.best >= 0 ? h.tree.nodes[h.best].dec.id : h.n ? h.tree.nodes[h.idx[h.n - 1]].dec.id : NULL;
+        char seed_why[256];
+        int seeded = seed_next(r, te, &h, &pr, seed_why, sizeof seed_why);
 
         /* the LLM proposes once the task has a best in the graph (from any
          * run) or this run's first trial (the tuner's safe default or the
          * target's starter) is in: from that best, or from the feedback */
-        if ((h.n >= 1 || h.best >= 0) && llm_usable(r)) {
+        if (!seeded && (h.n >= 1 || h.best >= 0) && llm_usable(r)) {
             char *req = NULL;
             char ref[GRAPH_BLOB_REF];
             uint8_t ph[32];
@@ -909,7 +954,9 @@ static int run_task(struct run *r, const struct task_entry *te, size_t ti, size_
         /* a target whose kernels the k3 templates cannot write (its ops
          * table has a starter, e.g. ascend): the starter is the offline
          * proposer's one kernel; more trials need the LLM */
-        if (r->p->ops->starter) {
+        if (seeded) {
+            /* pr is the user's seed */
+        } else if (r->p->ops->starter) {
             if (h.n >= 1)
                 break;
             size_t slen = 0;
@@ -964,7 +1011,7 @@ static int run_task(struct run *r, const struct task_entry *te, size_t ti, size_
                       r->g->err[0] ? r->g->err : kope_strerror(rc));
             goto out;
         }
-        progress(r, ti, nt, t->name, trial, budget, pr.label, vd);
+        progress(r, ti, nt, t->name, trial, budget, pr.label[0] ? pr.label : pr.proposer, vd);
     }
     result_fill(r, res, &h);
     if (!out_of_time(r) && !cursor_done(r, t->name)) {

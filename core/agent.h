@@ -68,6 +68,11 @@ struct agent_opts {
     size_t ctx_budget;          /* prompt tokens; 0 = context default */
     const struct plat_settings *plat; /* NULL = defaults */
     const struct llm_settings *llm;   /* NULL, or no base_url = no LLM */
+    /* A user's kernel for the run's one task (--seed; suites say "seed" per
+     * task instead): tried first, proposer "user". NULL = none. Borrowed. */
+    const char *seed_src;
+    size_t seed_len;
+    const char *seed_name;      /* its file, for the decision's rationale */
     FILE *log;                  /* progress lines; NULL = silent */
     int tty;                    /* log is a terminal: draw a bar */
 };
