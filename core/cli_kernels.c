@@ -1026,9 +1026,20 @@ static int kernels_export(struct cli *c, int argc, char **argv)
             struct kx probe;
             memset(&probe, 0, sizeof probe);
             uint64_t batch_te = te ? (te->t.batch > 1 ? te->t.batch : 0) : 0;
-            if (!te || !spec_read(jget(t.task.json, "body"), &probe) || probe.op != te->t.op ||
+            if (!te) {
+                graph_tree_free(&t);
+                continue;
+            }
+            if (!spec_read(jget(t.task.json, "body"), &probe) || probe.op != te->t.op ||
                 probe.n != te->t.n || probe.rows != te->t.rows || probe.cols != te->t.cols ||
                 probe.m != te->t.m || probe.k != te->t.k || (probe.batch > 1 ? probe.batch : 0) != batch_te) {
+                char have[128], want_s[128];
+                shape_text(&probe, have, sizeof have);
+                task_shape_print(&te->t, want_s, sizeof want_s);
+                snprintf(rf[nr].task, sizeof rf[nr].task, "%s", tp->name);
+                snprintf(rf[nr].why, sizeof rf[nr].why, "this store's task is %s %s, the suite's %s %s",
+                         plat_op_name(probe.op), have, plat_op_name(te->t.op), want_s);
+                nr++;
                 graph_tree_free(&t);
                 continue;
             }

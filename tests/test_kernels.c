@@ -44,6 +44,8 @@ __attribute__((format(printf, 1, 2))) static int sh(const char *fmt, ...)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+static void write_text(const char *path, const char *text);
+
 static const char *kope_bin(void)
 {
     return getenv("KOPE_BIN");
@@ -266,6 +268,15 @@ static void test_foreign_target_not_exported(void **state)
     /* named by id, it is shown with a warning, never as a k3 kernel */
     assert_int_equal(sh("(%s --db foreign.db kernel show %s >/dev/null)", k, dec_hex), 0);
     assert_non_null(strstr(out, "warning"));
+    /* --suite: the suite's tasks at the suite's shapes only */
+    write_text("s_ok.json", "{\"suite\": \"x\", \"tasks\": [{\"name\": \"argmax-vocab-32000x8\","
+                            " \"op\": \"argmax\", \"shape\": {\"rows\": 8, \"cols\": 32000}}]}");
+    write_text("s_bad.json", "{\"suite\": \"x\", \"tasks\": [{\"name\": \"argmax-vocab-32000x8\","
+                             " \"op\": \"argmax\", \"shape\": {\"rows\": 8, \"cols\": 1000}}]}");
+    assert_int_equal(sh("%s --db foreign.db kernels export -o libs --include-emulated --suite s_ok.json", k), 0);
+    assert_non_null(strstr(out, "exported 1 kernel(s)"));
+    assert_int_equal(sh("%s --db foreign.db kernels export -o libs2 --include-emulated --suite s_bad.json", k), 1);
+    assert_non_null(strstr(out, "the suite's argmax rows=8 cols=1000"));
     /* and a task name this store does not know for k3 */
     assert_int_equal(sh("%s --db foreign.db kernels export -o libf --task nope", k), 1);
     assert_non_null(strstr(out, "task nope: no task of that name"));
