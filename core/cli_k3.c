@@ -55,6 +55,7 @@ void cli_platform_settings_for(struct cli *c, const char *name, struct plat_sett
     s->output_cap_bytes = (uint64_t)kope_config_num(cfg, plat_key(k, sizeof k, name, "output_cap_kb"), 0) << 10;
     s->min_repeat_ms = (int)kope_config_num(cfg, plat_key(k, sizeof k, name, "min_repeat_ms"), 0);
     s->max_repeats = (int)kope_config_num(cfg, plat_key(k, sizeof k, name, "max_repeats"), 0);
+    s->dlen_bits = (int)kope_config_num(cfg, plat_key(k, sizeof k, name, "dlen"), 0);
     if (kope_config_num(cfg, plat_key(k, sizeof k, name, "flush_cache"), 0) != 0)
         s->flags |= PLAT_SET_FLUSH_CACHE;
     /* platform.ascend.*: the CANN toolkit, SoC, npu-smi and device */
@@ -155,13 +156,17 @@ static void print_measure(const struct plat_measure *m)
         return;
     }
     printf("measure: %s\n", m->emulated ? "EMULATED (qemu, or a fake toolkit): times below are not "
-                                          "speed; only icount ratios are claimed" : "native");
+                                          "speed; only vcost/icount ratios are claimed" : "native");
     printf("  how: %s\n", m->method);
     printf("  %-12s median %10.0f ns  min %10.0f ns  spread %5.1f%%  repeats %d", "candidate",
            m->median_ns, m->min_ns, 100 * m->spread, m->repeats);
     if (m->has_icount)
         printf("  icount %llu (vector %llu, vmem %llu)", (unsigned long long)m->icount,
                (unsigned long long)m->icount_vector, (unsigned long long)m->icount_vmem);
+    if (m->vcost)
+        printf("  vcost %llu", (unsigned long long)m->vcost);
+    else if (m->has_icount)
+        printf("  vcost unmodelled (register-form vsetvl)");
     printf("\n");
     if (m->cycles)
         printf("  cycles/call  %llu (perf_event_open)\n", (unsigned long long)m->cycles);
@@ -173,9 +178,12 @@ static void print_measure(const struct plat_measure *m)
         printf("  %-12s median %10.0f ns  min %10.0f ns", b->name, b->median_ns, b->min_ns);
         if (m->has_icount)
             printf("  icount %llu", (unsigned long long)b->icount);
+        if (b->vcost)
+            printf("  vcost %llu", (unsigned long long)b->vcost);
         if (b->ratio > 0)
             printf("  -> %.2fx by %s (baseline/candidate; >1: candidate better)\n", b->ratio,
-                   m->emulated ? "instruction count" : "median time");
+                   !m->emulated ? "median time"
+                   : strcmp(m->ratio_metric, "vcost") == 0 ? "vector cost (model)" : "instruction count");
         else
             printf("  -> no speed ratio claimed%s\n", m->emulated ? " (emulated, no icount)" : "");
     }

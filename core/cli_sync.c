@@ -335,6 +335,31 @@ static int split_hostport(const char *s, char *host, size_t hcap, char *port, si
     return strspn(port, "0123456789") == strlen(port) ? 0 : -1;
 }
 
+/* --handshake-ms, --session-ms, --min-rate (both commands): 1 if argv[*i]
+ * was one (and its value taken), else 0. Values are checked by the caller:
+ * a negative one is refused, 0 means the default. */
+static int limit_opt(int argc, char **argv, int *i, struct net_peer_limits *l)
+{
+    int *v = strcmp(argv[*i], "--handshake-ms") == 0 ? &l->handshake_ms
+             : strcmp(argv[*i], "--session-ms") == 0 ? &l->session_ms
+             : strcmp(argv[*i], "--min-rate") == 0   ? &l->min_rate : NULL;
+    if (!v || *i + 1 >= argc)
+        return 0;
+    *v = atoi(argv[++*i]);
+    return 1;
+}
+
+static int limits_bad(const struct net_peer_limits *l)
+{
+    return l->handshake_ms < 0 || l->session_ms < 0 || l->min_rate < 0;
+}
+
+#define LIMITS_HELP                                                                                   \
+    "  --handshake-ms N  the TLS handshake must end within N ms of the connection (default 10000)\n" \
+    "  --session-ms N    a whole session must end within N ms (default 1800000)\n"                  \
+    "  --min-rate N      after 10 s of waiting on the peer, it must move N bytes per second of\n"   \
+    "                    waiting (default 1024)\n"
+
 static volatile int serve_stop;
 
 static void on_signal(int sig)
@@ -346,17 +371,22 @@ static void on_signal(int sig)
 int cli_serve(struct cli *c, int argc, char **argv)
 {
     const char *listen = NULL;
-    int timeout_ms = 30000, max_conns = 16;
+    int timeout_ms = 30000, max_conns = 16, max_unauth = 8, max_per_addr = 4, max_per_cert = 2;
+    struct net_peer_limits lims = {0, 0, 0, 0};
     char host[256], port[16], err[320];
     if (cli_wants_help(argc, argv)) {
-        printf("usage: kope serve [--listen HOST:PORT] [--timeout-ms N] [--max-conns N]\n"
+        printf("usage: kope serve [--listen HOST:PORT] [--timeout-ms N] [--max-conns N] [limits]\n"
                "\n"
                "Serves peer sync over mutual TLS until interrupted: any peer holding a\n"
                "certificate from a trusted fleet CA may exchange records (docs/SYNC.md).\n"
                "One log line per session on stderr. Default listen: config sync.listen,\n"
                "else 0.0.0.0:7443 (port 0 picks a free one; the line \"listening on\" says which).\n"
-               "  --timeout-ms N  idle timeout per peer (default 30000)\n"
-               "  --max-conns N   sessions at once (default 16)\n");
+               "  --timeout-ms N    idle timeout per peer (default 30000)\n"
+               "  --max-conns N     enrolled (authenticated) sessions at once (default 16)\n"
+               "  --max-per-cert N  sessions of one peer certificate at once (default 2)\n"
+               "  --max-unauth N    TLS handshakes in progress at once (default 8)\n"
+               "  --max-per-addr N  TLS handshakes in progress from one address (default 4)\n"
+               LIMITS_HELP);
         return CLI_OK;
     }
     for (int i = 1; i < argc; i++) {
@@ -366,6 +396,14 @@ int cli_serve(struct cli *c, int argc, char **argv)
             timeout_ms = atoi(argv[++i]);
         else if (strcmp(argv[i], "--max-conns") == 0 && i + 1 < argc)
             max_conns = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--max-per-cert") == 0 && i + 1 < argc)
+            max_per_cert = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--max-unauth") == 0 && i + 1 < argc)
+            max_unauth = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--max-per-addr") == 0 && i + 1 < argc)
+            max_per_addr = atoi(argv[++i]);
+        else if (limit_opt(argc, argv, &i, &lims))
+            continue;
         else {
             fprintf(stderr, "kope serve: unexpected argument '%s' (see `kope serve --help`)\n", argv[i]);
             return CLI_USAGE;
@@ -376,7 +414,8 @@ int cli_serve(struct cli *c, int argc, char **argv)
         return CLI_FAIL;
     if (!listen)
         listen = kope_config_str(cfg, "sync.listen", "0.0.0.0:7443");
-    if (split_hostport(listen, host, sizeof host, port, sizeof port) || timeout_ms <= 0 || max_conns <= 0) {
+    if (split_hostport(listen, host, sizeof host, port, sizeof port) || timeout_ms <= 0 || max_conns <= 0 ||
+        max_unauth <= 0 || max_per_addr <= 0 || max_per_cert <= 0 || limits_bad(&lims)) {
         fprintf(stderr, "kope serve: --listen wants HOST:PORT, timeouts and counts are positive\n");
         return CLI_USAGE;
     }
@@ -394,6 +433,7 @@ int cli_serve(struct cli *c, int argc, char **argv)
     struct fleet_ctx f;
     if (fleet_ctx_load(c, 1, timeout_ms, &f))
         return CLI_FAIL;
+    net_peer_conf_limits(f.conf, &lims);
     struct net_peer_listener *l = NULL;
     int bound = 0;
     if (net_peer_listen(host, port, &l, &bound, err, sizeof err)) {
@@ -415,6 +455,9 @@ int cli_serve(struct cli *c, int argc, char **argv)
     srv.listener = l;
     srv.opts.trust = f.trust;
     srv.max_conns = max_conns;
+    srv.max_unauth = max_unauth;
+    srv.max_per_addr = max_per_addr;
+    srv.max_per_cert = max_per_cert;
     srv.lock_wait_ms = timeout_ms; /* a session waits for the lock as long as for its peer */
     srv.log = stderr;
     srv.stop = &serve_stop;
@@ -474,19 +517,24 @@ static int sync_one(struct cli *c, struct fleet_ctx *f, const char *peer)
 int cli_sync(struct cli *c, int argc, char **argv)
 {
     int timeout_ms = 30000, code = CLI_OK, n = 0;
+    struct net_peer_limits lims = {0, 0, 0, 0};
     const char *peers[64];
     if (cli_wants_help(argc, argv)) {
-        printf("usage: kope sync [PEER ...] [--timeout-ms N]\n"
+        printf("usage: kope sync [PEER ...] [--timeout-ms N] [limits]\n"
                "\n"
                "Exchanges records with each PEER (HOST:PORT running `kope serve`), or with\n"
                "every peer of the config's \"peers\" list: both sides end with the union of\n"
                "what both had that is signed by an enrolled device of a trusted fleet.\n"
-               "A cut link loses nothing: sync again and it resumes (docs/SYNC.md).\n");
+               "A cut link loses nothing: sync again and it resumes (docs/SYNC.md).\n"
+               "  --timeout-ms N    idle timeout (default 30000)\n"
+               LIMITS_HELP);
         return CLI_OK;
     }
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--timeout-ms") == 0 && i + 1 < argc)
             timeout_ms = atoi(argv[++i]);
+        else if (limit_opt(argc, argv, &i, &lims))
+            continue;
         else if (argv[i][0] == '-' || n >= 64) {
             fprintf(stderr, "kope sync: unexpected argument '%s' (see `kope sync --help`)\n", argv[i]);
             return CLI_USAGE;
@@ -510,8 +558,13 @@ int cli_sync(struct cli *c, int argc, char **argv)
     }
     signal(SIGPIPE, SIG_IGN);
     struct fleet_ctx f;
+    if (limits_bad(&lims)) {
+        fprintf(stderr, "kope sync: limits are positive (0 = the default)\n");
+        return CLI_USAGE;
+    }
     if (fleet_ctx_load(c, 0, timeout_ms > 0 ? timeout_ms : 30000, &f))
         return CLI_FAIL;
+    net_peer_conf_limits(f.conf, &lims);
     for (int i = 0; i < n; i++) {
         int r = sync_one(c, &f, peers[i]);
         if (r && code == CLI_OK)

@@ -36,6 +36,8 @@ struct sess {
     uint8_t *buf;   /* the last frame read (grows; freed at the end) */
     size_t cap, len;
     int type;
+    int done_sent, done_recv; /* both: the exchange ran to its end */
+    int peer_gave_up;         /* the peer sent ERROR: no answer is due */
 };
 
 static int fail(struct sess *s, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -74,20 +76,26 @@ static void send_error(struct sess *s, const char *msg)
 /* Read the next frame; an ERROR frame from the peer ends the session. */
 static int read_frame(struct sess *s, const char *waiting_for)
 {
+    char why[160];
     int rc = net_peer_frame_read(s->p, &s->type, &s->buf, &s->cap, &s->len);
+    if (rc == NET_ERR_DEADLINE || rc == NET_ERR_SLOW || rc == NET_ERR_BUSY || rc == NET_ERR_TIMEOUT) {
+        net_peer_limit_text(s->p, why, sizeof why);
+        return fail(s, rc, "%s while waiting for %s", why, waiting_for);
+    }
     if (rc == NET_ERR_FRAME_BIG)
         return fail(s, rc, "frame over the cap while waiting for %s (type %d, %zu bytes announced)",
                     waiting_for, s->type, s->len);
     if (rc == NET_ERR_FRAME)
         return fail(s, rc, "malformed frame while waiting for %s (type %d)", waiting_for, s->type);
-    if (rc == NET_ERR_TIMEOUT)
-        return fail(s, rc, "peer idle for too long while waiting for %s", waiting_for);
     if (rc)
         return fail(s, rc, "connection lost while waiting for %s: %s", waiting_for, net_strerror(rc));
     if (s->type == NET_SYNC_ERROR) {
         cJSON *j = cJSON_ParseWithLength((const char *)s->buf, s->len);
         const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "error");
-        fail(s, NET_ERR_PEER, "peer gave up: %.200s", cJSON_IsString(e) ? e->valuestring : "(no reason)");
+        char text[200];
+        net_text_clean(text, sizeof text, cJSON_IsString(e) ? e->valuestring : "(no reason)", SIZE_MAX);
+        fail(s, NET_ERR_PEER, "peer gave up: %s", text);
+        s->peer_gave_up = 1;
         cJSON_Delete(j);
         return NET_ERR_PEER;
     }
@@ -281,15 +289,12 @@ static int recv_done(struct sess *s)
     int64_t a = 0, r = 0;
     small_int(cJSON_GetObjectItemCaseSensitive(j, "accepted"), 0, INT64_MAX / 2, &a);
     small_int(cJSON_GetObjectItemCaseSensitive(j, "rejected"), 0, INT64_MAX / 2, &r);
+    s->done_recv = 1;
     s->st->peer_accepted = a;
     s->st->peer_rejected = r;
     const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "error");
     if (cJSON_IsString(e))
-        for (size_t i = 0; e->valuestring[i] && i + 1 < sizeof s->st->peer_error; i++) {
-            unsigned char ch = (unsigned char)e->valuestring[i]; /* a log line: printable ASCII only */
-            s->st->peer_error[i] = ch >= 0x20 && ch < 0x7f ? (char)ch : '?';
-            s->st->peer_error[i + 1] = '\0';
-        }
+        net_text_clean(s->st->peer_error, sizeof s->st->peer_error, e->valuestring, SIZE_MAX);
 out:
     cJSON_Delete(j);
     return rc;
@@ -346,7 +351,7 @@ static int recv_delta(struct sess *s)
                                    s->o->max_pending > 0 ? s->o->max_pending : SYNC_MAX_PENDING};
     int64_t lines = 0;
     cJSON *end = NULL, *done = NULL;
-    int rc;
+    int rc, stopped = 0;
     if (!s->o->trust)
         return fail(s, KOPE_ERR_INTERNAL, "no fleet trust policy");
     if ((rc = graph_importer_begin(s->g, &io, &is, &im)))
@@ -361,9 +366,20 @@ static int recv_delta(struct sess *s)
             goto out;
         }
         lines++;
+        if (stopped)
+            continue; /* draining: the peer's stream is read to its end */
         if ((rc = graph_importer_feed_line(im, (const char *)s->buf, s->len))) {
-            rc = fail(s, rc, "import stopped: %s (%s)", kope_strerror(rc), is.first_error);
-            goto out;
+            /* The store cannot take more (busy, full) or the stream is not
+             * a shard. Read on to the peer's END, so that both sides stay
+             * in step and the peer learns the real cause from our DONE. */
+            fail(s, rc, "import stopped: %s (%s)", kope_strerror(rc), is.first_error);
+            stopped = rc;
+            s->st->accepted = is.accepted;
+            s->st->duplicates = is.duplicates;
+            s->st->rejected = is.rejected;
+            graph_importer_abort(im);
+            im = NULL;
+            continue;
         }
         if (is.rejected > SYNC_REJECT_MAX) { /* a peer that only wastes our time */
             rc = fail(s, NET_ERR_PEER, "more than %d refused records, stopping: %s", SYNC_REJECT_MAX,
@@ -378,17 +394,20 @@ static int recv_delta(struct sess *s)
         rc = fail(s, NET_ERR_PEER, "end frame says %lld lines, %lld arrived", (long long)n, (long long)lines);
         goto out;
     }
-    int irc = graph_importer_end(im);
-    im = NULL;
-    s->st->accepted = is.accepted;
-    s->st->duplicates = is.duplicates;
-    s->st->rejected = is.rejected;
-    if (irc)
-        fail(s, irc, "refused records: %s", is.first_error);
+    int irc = stopped;
+    if (!stopped) {
+        irc = graph_importer_end(im);
+        im = NULL;
+        s->st->accepted = is.accepted;
+        s->st->duplicates = is.duplicates;
+        s->st->rejected = is.rejected;
+        if (irc)
+            fail(s, irc, "refused records: %s", is.first_error);
+    }
     if (!(done = cJSON_CreateObject()) || !cJSON_AddNumberToObject(done, "accepted", (double)is.accepted) ||
         !cJSON_AddNumberToObject(done, "duplicates", (double)is.duplicates) ||
         !cJSON_AddNumberToObject(done, "rejected", (double)is.rejected) ||
-        !cJSON_AddStringToObject(done, "error", is.first_error)) {
+        !cJSON_AddStringToObject(done, "error", stopped ? s->st->error : is.first_error)) {
         rc = KOPE_ERR_NOMEM;
         goto out;
     }
@@ -396,6 +415,7 @@ static int recv_delta(struct sess *s)
         fail(s, rc, "sending done: %s", net_strerror(rc));
         goto out;
     }
+    s->done_sent = 1;
     rc = irc;
 out:
     if (im) {
@@ -414,7 +434,12 @@ out:
 int sync_session(struct graph *g, struct net_peer *p, int is_client, const struct sync_opts *o,
                  struct sync_stats *st)
 {
-    struct sess s = {g, p, o, st, NULL, 0, 0, 0};
+    struct sess s;
+    memset(&s, 0, sizeof s);
+    s.g = g;
+    s.p = p;
+    s.o = o;
+    s.st = st;
     cJSON *peer_vec = NULL, *our_vec = NULL;
     char *ours = NULL;
     int rc, import_rc = 0;
@@ -461,8 +486,15 @@ int sync_session(struct graph *g, struct net_peer *p, int is_client, const struc
     }
     rc = import_rc ? import_rc : st->lies ? NET_ERR_PEER : 0;
 out:
-    if (rc && rc != NET_ERR_CLOSED && rc != NET_ERR_RESET && rc != NET_ERR_TIMEOUT && rc <= -200 && rc > -300)
-        send_error(&s, st->error[0] ? st->error : net_strerror(rc));
+    /* Every violation gets an ERROR frame with the reason, unless the link
+     * itself is gone, the exchange already ended (DONE both ways says it
+     * all), or the peer gave up first. A peer that hit a limit gets at most
+     * a second more (net_peer_final). */
+    if (rc && rc != NET_ERR_CLOSED && rc != NET_ERR_RESET && !(s.done_sent && s.done_recv) && !s.peer_gave_up) {
+        if (rc == NET_ERR_TIMEOUT || rc == NET_ERR_DEADLINE || rc == NET_ERR_SLOW || rc == NET_ERR_BUSY)
+            net_peer_final(p);
+        send_error(&s, st->error[0] ? st->error : kope_strerror(rc));
+    }
     net_peer_bytes(p, &st->bytes_sent, &st->bytes_received);
     free(s.buf);
     free(ours);
@@ -473,14 +505,27 @@ out:
 
 /* ------------------------------------------------------------------ the server */
 
-struct conn_job {
+/* One connection being served; on srv->slots under srv_mu from accept until
+ * its thread ends, so net_peer_evict never sees a closed peer. */
+struct sync_slot {
     struct sync_server *srv;
     struct net_peer *p;
     char addr[64];
+    uint64_t age;             /* accept order: smaller = older */
+    uint64_t t0;              /* accepted (ms) */
+    int authed;               /* handshake done, counted in max_conns */
+    int evicted;
+    uint8_t cert_id[32];
+    struct sync_slot *next;
 };
 
 static pthread_mutex_t srv_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t srv_cv = PTHREAD_COND_INITIALIZER;
+
+static int lim(int v, int def)
+{
+    return v > 0 ? v : def;
+}
 
 static void log_session(struct sync_server *srv, const char *addr, int rc, const struct sync_stats *st)
 {
@@ -496,10 +541,82 @@ static void log_session(struct sync_server *srv, const char *addr, int rc, const
     fflush(f);
 }
 
+/* Admission of a new connection from addr before its handshake (srv_mu
+ * held): 0 = admit, 1 = admit after evicting *victim, -1 = not yet (wait
+ * for a slot). A handshake is evicted only when it has already run for
+ * min_age_ms (an honest one takes milliseconds), the oldest first: of
+ * addr's own when addr holds its share, else of the address holding the
+ * most handshakes, else of any. */
+static int slot_admit(struct sync_server *srv, const char *addr, uint64_t now, uint64_t min_age_ms,
+                      struct sync_slot **victim)
+{
+    const char *worst = NULL;
+    int worst_n = 0, n_pre = 0, n_addr = 0;
+    *victim = NULL;
+    for (struct sync_slot *a = srv->slots; a; a = a->next) {
+        if (a->authed || a->evicted)
+            continue;
+        n_pre++;
+        n_addr += strcmp(a->addr, addr) == 0;
+        int k = 0;
+        for (struct sync_slot *b = srv->slots; b; b = b->next)
+            k += !b->authed && !b->evicted && strcmp(a->addr, b->addr) == 0;
+        if (k > worst_n) {
+            worst_n = k;
+            worst = a->addr;
+        }
+    }
+    if (n_addr < lim(srv->max_per_addr, 4) && n_pre < lim(srv->max_unauth, 8))
+        return 0;
+    const char *from[3] = {n_addr >= lim(srv->max_per_addr, 4) ? addr : worst, worst, NULL};
+    for (int k = 0; k < 3; k++) {
+        struct sync_slot *v = NULL;
+        for (struct sync_slot *a = srv->slots; a; a = a->next)
+            if (!a->authed && !a->evicted && (!from[k] || strcmp(a->addr, from[k]) == 0) &&
+                now - a->t0 >= min_age_ms && (!v || a->age < v->age))
+                v = a;
+        if (v) {
+            *victim = v;
+            return 1;
+        }
+        if (k == 0 && n_addr >= lim(srv->max_per_addr, 4))
+            return -1; /* at its own share: it may only displace its own */
+    }
+    return -1;
+}
+
+/* After the handshake: take an authenticated slot, or say why not. */
+static int slot_auth(struct sync_slot *sl, char *why, size_t cap)
+{
+    struct sync_server *srv = sl->srv;
+    int n = 0, same = 0, rc = 0;
+    uint8_t id[32];
+    if (net_peer_cert_id(sl->p, id))
+        memset(id, 0, sizeof id);
+    pthread_mutex_lock(&srv_mu);
+    for (struct sync_slot *a = srv->slots; a; a = a->next)
+        if (a->authed) {
+            n++;
+            same += memcmp(a->cert_id, id, 32) == 0;
+        }
+    if (same >= lim(srv->max_per_cert, 2)) {
+        snprintf(why, cap, "this certificate already has %d sessions open (the most per peer)", same);
+        rc = NET_ERR_BUSY;
+    } else if (n >= lim(srv->max_conns, 16)) {
+        snprintf(why, cap, "too many sessions at once (%d)", n);
+        rc = NET_ERR_BUSY;
+    } else {
+        sl->authed = 1;
+        memcpy(sl->cert_id, id, 32);
+    }
+    pthread_mutex_unlock(&srv_mu);
+    return rc;
+}
+
 static void *conn_main(void *arg)
 {
-    struct conn_job *job = arg;
-    struct sync_server *srv = job->srv;
+    struct sync_slot *sl = arg;
+    struct sync_server *srv = sl->srv;
     struct sync_stats st;
     struct store *stp = NULL;
     struct graph g;
@@ -508,9 +625,20 @@ static void *conn_main(void *arg)
     memset(&st, 0, sizeof st);
     graph_init(&g, NULL);
     err[0] = '\0';
-    if ((rc = net_peer_handshake(job->p, err, sizeof err))) {
+    if ((rc = net_peer_handshake(sl->p, err, sizeof err))) {
         snprintf(st.error, sizeof st.error, "%s", err);
         snprintf(st.peer, sizeof st.peer, "?");
+        goto out;
+    }
+    net_peer_name(sl->p, st.peer, sizeof st.peer);
+    if ((rc = slot_auth(sl, err, sizeof err))) {
+        cJSON *j = cJSON_CreateObject();
+        char *t = j && cJSON_AddStringToObject(j, "error", err) ? cJSON_PrintUnformatted(j) : NULL;
+        if (t && net_peer_frame_write(sl->p, NET_SYNC_ERROR, t, strlen(t)) == 0)
+            net_peer_flush(sl->p);
+        free(t);
+        cJSON_Delete(j);
+        snprintf(st.error, sizeof st.error, "%s", err);
         goto out;
     }
     if ((rc = store_open(srv->db_path, &stp, err, sizeof err))) {
@@ -521,72 +649,142 @@ static void *conn_main(void *arg)
         store_set_busy_timeout(stp, srv->lock_wait_ms);
     graph_free(&g);
     graph_init(&g, stp);
-    rc = sync_session(&g, job->p, 0, &srv->opts, &st);
+    rc = sync_session(&g, sl->p, 0, &srv->opts, &st);
 out:
-    log_session(srv, job->addr, rc, &st);
+    log_session(srv, sl->addr, rc, &st);
     if (srv->on_session)
         srv->on_session(srv->ctx, rc, &st);
     graph_free(&g);
     store_close(stp);
-    if (rc)
-        net_peer_abort(job->p);
+    pthread_mutex_lock(&srv_mu);
+    for (struct sync_slot **pp = &srv->slots; *pp; pp = &(*pp)->next)
+        if (*pp == sl) {
+            *pp = sl->next;
+            break;
+        }
+    pthread_mutex_unlock(&srv_mu);
+    if (rc && rc != NET_ERR_BUSY)
+        net_peer_abort(sl->p);
     else
-        net_peer_close(job->p);
+        net_peer_close(sl->p); /* a refusal: let the ERROR frame arrive */
     pthread_mutex_lock(&srv_mu);
     srv->active--;
     pthread_cond_broadcast(&srv_cv);
     pthread_mutex_unlock(&srv_mu);
-    free(job);
+    free(sl);
     return NULL;
+}
+
+#ifndef SYNC_ADMIT_WAIT_MAX
+#define SYNC_ADMIT_WAIT_MAX 64 /* accepted connections waiting for a handshake slot */
+#endif
+
+struct admit_wait {
+    struct net_peer *p;
+    char addr[64];
+    uint64_t t0; /* accepted (ms) */
+};
+
+/* Try to give an accepted connection a handshake slot and its thread.
+ * 1: started (or failed and closed: it is gone either way); 0: no slot yet. */
+static int serve_admit(struct sync_server *srv, pthread_attr_t *attr, struct admit_wait *aw, uint64_t now)
+{
+    /* Threads: every authenticated session, every handshake, and evicted
+     * ones still on their way out. A handshake may be evicted after an
+     * eighth of its deadline (at most 1 s): far more than an honest one
+     * needs, even on a loaded machine. */
+    int max_threads = lim(srv->max_conns, 16) + 2 * lim(srv->max_unauth, 8);
+    uint64_t hs_ms = (uint64_t)net_peer_conf_handshake_ms(srv->conf);
+    uint64_t min_age_ms = hs_ms / 8 < 1000 ? hs_ms / 8 : 1000;
+    struct sync_slot *sl = NULL, *v = NULL;
+    pthread_t th;
+    int admit = -1;
+    pthread_mutex_lock(&srv_mu);
+    if (srv->active < max_threads && (admit = slot_admit(srv, aw->addr, now, min_age_ms, &v)) >= 0 &&
+        (sl = calloc(1, sizeof *sl))) {
+        if (v) {
+            v->evicted = 1;
+            net_peer_evict(v->p);
+        }
+        sl->srv = srv;
+        sl->p = aw->p;
+        sl->age = ++srv->n_accepted;
+        sl->t0 = now;
+        snprintf(sl->addr, sizeof sl->addr, "%s", aw->addr);
+        sl->next = srv->slots;
+        srv->slots = sl;
+        srv->active++;
+    }
+    pthread_mutex_unlock(&srv_mu);
+    if (admit < 0)
+        return 0;
+    if (sl && pthread_create(&th, attr, conn_main, sl) == 0)
+        return 1;
+    if (sl) {
+        pthread_mutex_lock(&srv_mu);
+        for (struct sync_slot **pp = &srv->slots; *pp; pp = &(*pp)->next)
+            if (*pp == sl) {
+                *pp = sl->next;
+                break;
+            }
+        srv->active--;
+        pthread_mutex_unlock(&srv_mu);
+        free(sl);
+    }
+    fprintf(srv->log ? srv->log : stderr, "kope serve: %s: refused: out of memory\n", aw->addr);
+    net_peer_abort(aw->p);
+    return 1;
 }
 
 int sync_serve(struct sync_server *srv)
 {
-    int max = srv->max_conns > 0 ? srv->max_conns : 16;
+    /* Connections that find no handshake slot wait here, not in the accept
+     * call, so that one address's flood does not hold up the next address;
+     * the newest is admitted first (a flood's old connections are the ones
+     * that should lose), and each gives up when its handshake time is spent. */
+    struct admit_wait wait[SYNC_ADMIT_WAIT_MAX];
+    int n_wait = 0;
+    FILE *log = srv->log ? srv->log : stderr;
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     srv->active = 0;
+    srv->slots = NULL;
     while (!*srv->stop) {
-        struct net_peer *p = NULL;
-        char addr[64];
-        int rc = net_peer_accept(srv->listener, srv->conf, 200, &p, addr, sizeof addr);
+        uint64_t now = util_now_ns() / 1000000u, hs_ms = (uint64_t)net_peer_conf_handshake_ms(srv->conf);
+        for (int i = n_wait - 1; i >= 0; i--) {
+            int gone = serve_admit(srv, &attr, &wait[i], now);
+            if (!gone && hs_ms && now - wait[i].t0 >= hs_ms) {
+                fprintf(log, "kope serve: %s: refused: no handshake slot free within the handshake deadline\n",
+                        wait[i].addr);
+                net_peer_abort(wait[i].p);
+                gone = 1;
+            }
+            if (gone)
+                memmove(&wait[i], &wait[i + 1], (size_t)(n_wait - i - 1) * sizeof wait[0]);
+            n_wait -= gone;
+        }
+        struct admit_wait aw;
+        int rc = net_peer_accept(srv->listener, srv->conf, n_wait ? 5 : 200, &aw.p, aw.addr, sizeof aw.addr);
         if (rc == NET_ERR_TIMEOUT)
             continue;
         if (rc) {
-            fprintf(srv->log ? srv->log : stderr, "kope serve: accept failed: %s\n", net_strerror(rc));
+            fprintf(log, "kope serve: accept failed: %s\n", net_strerror(rc));
             usleep(100 * 1000);
             continue;
         }
-        pthread_mutex_lock(&srv_mu);
-        int full = srv->active >= max;
-        if (!full)
-            srv->active++;
-        pthread_mutex_unlock(&srv_mu);
-        struct conn_job *job = full ? NULL : calloc(1, sizeof *job);
-        pthread_t th;
-        if (!job) {
-            fprintf(srv->log ? srv->log : stderr, "kope serve: %s: refused: %s\n", addr,
-                    full ? "too many sessions at once" : "out of memory");
-            net_peer_abort(p);
-            if (!full) {
-                pthread_mutex_lock(&srv_mu);
-                srv->active--;
-                pthread_mutex_unlock(&srv_mu);
-            }
+        aw.t0 = util_now_ns() / 1000000u;
+        if (serve_admit(srv, &attr, &aw, aw.t0))
+            continue;
+        if (n_wait == SYNC_ADMIT_WAIT_MAX) {
+            fprintf(log, "kope serve: %s: refused: too many connections waiting for a handshake slot\n", aw.addr);
+            net_peer_abort(aw.p);
             continue;
         }
-        job->srv = srv;
-        job->p = p;
-        snprintf(job->addr, sizeof job->addr, "%s", addr);
-        if (pthread_create(&th, &attr, conn_main, job) != 0) {
-            net_peer_abort(p);
-            free(job);
-            pthread_mutex_lock(&srv_mu);
-            srv->active--;
-            pthread_mutex_unlock(&srv_mu);
-        }
+        wait[n_wait++] = aw;
     }
+    for (int i = 0; i < n_wait; i++)
+        net_peer_abort(wait[i].p);
     pthread_mutex_lock(&srv_mu);
     while (srv->active > 0)
         pthread_cond_wait(&srv_cv, &srv_mu);

@@ -69,17 +69,30 @@ int sync_session(struct graph *g, struct net_peer *p, int is_client, const struc
                  struct sync_stats *st);
 
 /* The server: accept connections until *stop is set, serving each in its
- * own thread with its own store handle (db_path), at most max_conns at once
- * (more are closed at once). Sessions never sign (the serving process does
- * not hold the device key open in its threads). on_session, if set, sees
- * every session's outcome (after the log line). Returns when stopped and
- * every session has ended. */
+ * own thread with its own store handle (db_path). Sessions never sign (the
+ * serving process does not hold the device key open in its threads).
+ * on_session, if set, sees every session's outcome (after the log line).
+ * Returns when stopped and every session has ended.
+ *
+ * Slots. A connection is first unauthenticated (TCP accepted, TLS handshake
+ * running, bounded by the conf's handshake deadline): at most max_unauth of
+ * those at once and max_per_addr from one address. A new connection that
+ * finds them full evicts the oldest handshake of its own address, or else of
+ * the address holding the most, so a flood of connections that never finish
+ * the handshake cannot keep an enrolled peer out: its handshake takes
+ * milliseconds. Authenticated sessions have their own max_conns slots, at
+ * most max_per_cert per peer certificate; one over either is refused with
+ * an ERROR frame (NET_ERR_BUSY). */
+struct sync_slot;
 struct sync_server {
     const char *db_path;
     struct net_peer_conf *conf;
     struct net_peer_listener *listener;
     struct sync_opts opts;
-    int max_conns;            /* 0 = 16 */
+    int max_conns;            /* authenticated sessions at once; 0 = 16 */
+    int max_unauth;           /* handshakes in progress at once; 0 = 8 */
+    int max_per_addr;         /* handshakes in progress from one address; 0 = 4 */
+    int max_per_cert;         /* sessions of one peer certificate at once; 0 = 2 */
     int lock_wait_ms;         /* how long a session waits for the store's write
                                * lock (another session's import holds it while
                                * its peer sends); 0 = the store's 5 s */
@@ -87,7 +100,9 @@ struct sync_server {
     volatile int *stop;
     void (*on_session)(void *ctx, int rc, const struct sync_stats *st);
     void *ctx;
-    int active;               /* internal: sessions running */
+    int active;               /* internal: connections being served */
+    struct sync_slot *slots;  /* internal: one per connection being served */
+    uint64_t n_accepted;      /* internal: connections so far (slot age) */
 };
 int sync_serve(struct sync_server *s);
 

@@ -214,10 +214,14 @@ static int evaluate(struct run *r, const struct plat_task *t, const struct propo
         return rc;
     if (p == r->p_fast && vd->m.ok) {
         vd->m.n_baselines = bc->n;
+        vd->m.ratio_metric[0] = '\0';
         for (int i = 0; i < bc->n; i++) {
+            const char *metric = "";
             vd->m.base[i] = bc->base[i];
-            vd->m.base[i].ratio = vd->m.has_icount && vd->m.icount && bc->base[i].icount
-                                      ? (double)bc->base[i].icount / (double)vd->m.icount : 0;
+            vd->m.base[i].ratio = vd->m.has_icount
+                                      ? plat_emulated_ratio(vd->m.vcost, vd->m.icount, bc->base[i].vcost,
+                                                            bc->base[i].icount, &metric) : 0;
+            plat_metric_merge(vd->m.ratio_metric, metric);
         }
     } else if (bc && vd->m.ok && vd->m.has_icount && vd->m.n_baselines) {
         bc->have = 1;
@@ -244,7 +248,8 @@ static int evaluate(struct run *r, const struct plat_task *t, const struct propo
     } else {
         vd->score = vd->m.median_ns > 0 ? 1e9 / vd->m.median_ns : 0; /* time only: no claim */
     }
-    snprintf(vd->reason, sizeof vd->reason, "%s", vd->m.emulated ? "emulated: icount ratio" : "native time ratio");
+    snprintf(vd->reason, sizeof vd->reason, "%s%s ratio", vd->m.emulated ? "emulated: " : "native ",
+             vd->m.ratio_metric[0] ? vd->m.ratio_metric : "time");
     return 0;
 }
 
@@ -338,6 +343,10 @@ static int record(struct run *r, const uint8_t task[32], int trial, const struct
                 cJSON_AddNumberToObject(ra, vd->m.base[i].name, vd->m.base[i].ratio);
         if (vd->m.has_icount)
             cJSON_AddNumberToObject(ob, "icount", (double)vd->m.icount);
+        if (vd->m.vcost)
+            cJSON_AddNumberToObject(ob, "vcost", (double)vd->m.vcost);
+        if (vd->m.ratio_metric[0])
+            cJSON_AddStringToObject(ob, "metric", vd->m.ratio_metric);
         cJSON_AddNumberToObject(ob, "median_ns", vd->m.median_ns);
         cJSON_AddNumberToObject(ob, "score", vd->score);
     }

@@ -36,6 +36,9 @@ const char *net_strerror(int code)
     case NET_ERR_PEER_CERT: return "certificate not issued by a trusted fleet CA";
     case NET_ERR_CLOSED: return "peer closed the connection";
     case NET_ERR_LISTEN: return "cannot listen on that address";
+    case NET_ERR_DEADLINE: return "deadline passed (handshake or whole session)";
+    case NET_ERR_SLOW: return "peer too slow (below the minimum transfer rate)";
+    case NET_ERR_BUSY: return "server busy (session limits or memory budget): try again later";
     /* net/crypto.h's codes share the band */
     case NET_ERR_CRYPTO: return "cryptographic operation failed";
     case NET_ERR_CRYPTO_KEY: return "key does not parse";
@@ -53,6 +56,9 @@ int net_err_retryable(int code)
     case NET_ERR_TIMEOUT:
     case NET_ERR_RESET:
     case NET_ERR_CLOSED:
+    case NET_ERR_DEADLINE:
+    case NET_ERR_SLOW:
+    case NET_ERR_BUSY:
     case NET_ERR_PROXY:
     case NET_ERR_HTTP_RATE:
     case NET_ERR_HTTP_SERVER:

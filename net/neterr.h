@@ -45,6 +45,9 @@ enum net_err {
     NET_ERR_PEER_CERT = -244,    /* peer/record certificate not from a trusted CA (final) */
     NET_ERR_CLOSED = -245,       /* the peer closed the connection (retryable) */
     NET_ERR_LISTEN = -246,       /* cannot bind or listen on the address (final) */
+    NET_ERR_DEADLINE = -247,     /* the handshake or session deadline passed (retryable) */
+    NET_ERR_SLOW = -248,         /* the peer moved bytes below the minimum rate (retryable) */
+    NET_ERR_BUSY = -249,         /* refused or evicted: session limits or memory budget (retryable) */
 };
 
 /* Text for a NET_ERR_* code; "unknown net error" for anything else. Never

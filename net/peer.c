@@ -1,10 +1,12 @@
 /*
  * net/peer.c - mutual-TLS peer connections and framed I/O. See peer.h.
  *
- * The socket is mbedTLS's net_sockets context; reads go through
- * mbedtls_net_recv_timeout so an idle peer costs at most timeout_ms; the
- * socket has SO_SNDTIMEO so a peer that stops reading cannot hold a write
- * forever either. One ctr_drbg per conf (mbedTLS locks it internally).
+ * The socket is mbedTLS's net_sockets context, but TLS reads and writes go
+ * through our own callbacks (peer_recv, peer_send): each polls for at most
+ * what is left of the tightest limit (idle, handshake, session, rate; see
+ * wait_budget), so no sequence of single bytes can stretch a connection
+ * past its limits, in either direction, before or after the handshake.
+ * One ctr_drbg per conf (mbedTLS locks it internally).
  */
 #include <errno.h>
 #include <poll.h>
@@ -36,6 +38,7 @@
 struct net_peer_conf {
     int is_server;
     int timeout_ms;
+    struct net_peer_limits lim; /* resolved: > 0 on, 0 off */
     mbedtls_ssl_config ssl;
     mbedtls_x509_crt ca, cert;
     mbedtls_pk_context key;
@@ -43,11 +46,20 @@ struct net_peer_conf {
     mbedtls_ctr_drbg_context drbg;
 };
 
+enum peer_limit { LIM_NONE, LIM_IDLE, LIM_HANDSHAKE, LIM_SESSION, LIM_RATE, LIM_EVICTED };
+
 struct net_peer {
     struct net_peer_conf *conf;
     mbedtls_net_context net;
     mbedtls_ssl_context ssl;
     int broken;               /* a read/write failed: no close_notify */
+    int rx_broken;            /* the incoming stream is unusable; writing still works */
+    uint64_t t_start;         /* TCP accepted / connected (ms, monotonic) */
+    int hs_done;
+    int final;                /* net_peer_final: one last frame */
+    volatile int evicted;     /* net_peer_evict, from another thread */
+    enum peer_limit limit;    /* the limit that ended the last wait */
+    uint64_t waited_ms;       /* time spent waiting on the socket (rate) */
     uint8_t wbuf[NET_PEER_WBUF];
     size_t wlen;
     uint64_t sent, received;
@@ -85,6 +97,7 @@ int net_peer_conf_new(int is_server, const char *ca_pem, const char *cert_pem, c
         return NET_ERR_NOMEM;
     c->is_server = is_server;
     c->timeout_ms = timeout_ms > 0 ? timeout_ms : 30000;
+    net_peer_conf_limits(c, NULL);
     mbedtls_ssl_config_init(&c->ssl);
     mbedtls_x509_crt_init(&c->ca);
     mbedtls_x509_crt_init(&c->cert);
@@ -153,6 +166,154 @@ void net_peer_conf_free(struct net_peer_conf *c)
     free(c);
 }
 
+static int lim_or(int v, int def)
+{
+    return v < 0 ? 0 : v == 0 ? def : v;
+}
+
+void net_peer_conf_limits(struct net_peer_conf *c, const struct net_peer_limits *l)
+{
+    struct net_peer_limits z = {0, 0, 0, 0};
+    if (!l)
+        l = &z;
+    c->lim.handshake_ms = lim_or(l->handshake_ms, NET_PEER_HANDSHAKE_MS);
+    c->lim.session_ms = lim_or(l->session_ms, NET_PEER_SESSION_MS);
+    c->lim.min_rate = lim_or(l->min_rate, NET_PEER_MIN_RATE);
+    c->lim.rate_grace_ms = lim_or(l->rate_grace_ms, NET_PEER_RATE_GRACE_MS);
+}
+
+int net_peer_conf_handshake_ms(const struct net_peer_conf *c)
+{
+    return c->lim.handshake_ms;
+}
+
+/* ------------------------------------------------------------------ limits */
+
+/* How long the next socket wait may last, and which limit ends it. The
+ * rate limit: after rate_grace_ms of waiting, every further second of
+ * waiting must be paid for by min_rate bytes moved (in or out). */
+static int64_t wait_budget(struct net_peer *p, enum peer_limit *why)
+{
+    const struct net_peer_limits *l = &p->conf->lim;
+    uint64_t now = now_ms();
+    int64_t w = p->conf->timeout_ms, left;
+    *why = LIM_IDLE;
+    if (p->final)
+        return w < 1000 ? w : 1000;
+    if (!p->hs_done && l->handshake_ms && (left = (int64_t)(p->t_start + (uint64_t)l->handshake_ms) - (int64_t)now) < w) {
+        w = left;
+        *why = LIM_HANDSHAKE;
+    }
+    if (l->session_ms && (left = (int64_t)(p->t_start + (uint64_t)l->session_ms) - (int64_t)now) < w) {
+        w = left;
+        *why = LIM_SESSION;
+    }
+    if (l->min_rate) {
+        /* plaintext bytes: TLS records of one byte each cost 23 on the
+         * wire, which would let a trickler look fast */
+        uint64_t paid = (p->received + p->sent) * 1000u / (uint64_t)l->min_rate;
+        uint64_t allowed = paid > (uint64_t)l->rate_grace_ms ? paid : (uint64_t)l->rate_grace_ms;
+        if ((left = (int64_t)allowed - (int64_t)p->waited_ms) < w) {
+            w = left;
+            *why = LIM_RATE;
+        }
+    }
+    return w < 0 ? 0 : w;
+}
+
+/* Wait for the socket to be readable (POLLIN) or writable (POLLOUT) within
+ * the budget. 0 ready, else an mbedTLS error with p->limit set. */
+static int peer_wait(struct net_peer *p, short events)
+{
+    p->limit = LIM_NONE;
+    for (;;) {
+        enum peer_limit why;
+        if (p->evicted) {
+            p->limit = LIM_EVICTED;
+            return MBEDTLS_ERR_SSL_TIMEOUT;
+        }
+        int64_t w = wait_budget(p, &why);
+        struct pollfd pfd = {p->net.fd, events, 0};
+        uint64_t t0 = now_ms();
+        int r = w > 0 ? poll(&pfd, 1, (int)w) : 0;
+        p->waited_ms += now_ms() - t0;
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return events == POLLIN ? MBEDTLS_ERR_NET_RECV_FAILED : MBEDTLS_ERR_NET_SEND_FAILED;
+        if (p->evicted) {
+            p->limit = LIM_EVICTED;
+            return MBEDTLS_ERR_SSL_TIMEOUT;
+        }
+        if (r == 0) {
+            p->limit = why;
+            return MBEDTLS_ERR_SSL_TIMEOUT;
+        }
+        return 0;
+    }
+}
+
+/* mbedTLS bio callbacks: non-blocking socket calls behind peer_wait. */
+static int peer_recv(void *ctx, unsigned char *buf, size_t len, uint32_t timeout)
+{
+    struct net_peer *p = ctx;
+    (void)timeout; /* the conf's idle timeout, folded into wait_budget */
+    for (;;) {
+        int w = peer_wait(p, POLLIN);
+        if (w)
+            return w;
+        ssize_t n = recv(p->net.fd, buf, len, MSG_DONTWAIT);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+            continue;
+        if (n < 0)
+            return errno == ECONNRESET || errno == EPIPE ? MBEDTLS_ERR_NET_CONN_RESET : MBEDTLS_ERR_NET_RECV_FAILED;
+        return (int)n; /* 0: the peer closed TCP */
+    }
+}
+
+static int peer_send(void *ctx, const unsigned char *buf, size_t len)
+{
+    struct net_peer *p = ctx;
+    for (;;) {
+        int w = peer_wait(p, POLLOUT);
+        if (w)
+            return w == MBEDTLS_ERR_SSL_TIMEOUT ? MBEDTLS_ERR_NET_SEND_FAILED : w;
+        ssize_t n = send(p->net.fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+            continue;
+        if (n < 0)
+            return errno == ECONNRESET || errno == EPIPE ? MBEDTLS_ERR_NET_CONN_RESET : MBEDTLS_ERR_NET_SEND_FAILED;
+        return (int)n;
+    }
+}
+
+void net_peer_limit_text(const struct net_peer *p, char *buf, size_t cap)
+{
+    const struct net_peer_limits *l = &p->conf->lim;
+    switch (p->limit) {
+    case LIM_IDLE: snprintf(buf, cap, "idle for %d ms", p->conf->timeout_ms); break;
+    case LIM_HANDSHAKE: snprintf(buf, cap, "TLS handshake not done within %d ms", l->handshake_ms); break;
+    case LIM_SESSION: snprintf(buf, cap, "session deadline (%d ms) passed", l->session_ms); break;
+    case LIM_RATE:
+        snprintf(buf, cap, "below the minimum rate (%llu bytes in %llu ms of waiting; %d bytes/s wanted)",
+                 (unsigned long long)(p->received + p->sent), (unsigned long long)p->waited_ms, l->min_rate);
+        break;
+    case LIM_EVICTED: snprintf(buf, cap, "evicted to make room (session limits)"); break;
+    default: snprintf(buf, cap, "%s", ""); break;
+    }
+}
+
+void net_peer_evict(struct net_peer *p)
+{
+    p->evicted = 1;
+    shutdown(p->net.fd, SHUT_RDWR); /* wakes a poll in the owner's thread */
+}
+
+void net_peer_final(struct net_peer *p)
+{
+    p->final = 1;
+}
+
 /* ------------------------------------------------------------------ connections */
 
 static int peer_new(struct net_peer_conf *c, struct net_peer **out)
@@ -161,6 +322,7 @@ static int peer_new(struct net_peer_conf *c, struct net_peer **out)
     if (!p)
         return NET_ERR_NOMEM;
     p->conf = c;
+    p->t_start = now_ms();
     mbedtls_net_init(&p->net);
     mbedtls_ssl_init(&p->ssl);
     *out = p;
@@ -170,8 +332,6 @@ static int peer_new(struct net_peer_conf *c, struct net_peer **out)
 static int peer_setup(struct net_peer *p, char *err, size_t err_cap)
 {
     int m;
-    struct timeval tv = {p->conf->timeout_ms / 1000, (p->conf->timeout_ms % 1000) * 1000};
-    setsockopt(p->net.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     if ((m = mbedtls_ssl_setup(&p->ssl, &p->conf->ssl))) {
         say(err, err_cap, "TLS setup", m);
         return NET_ERR_TLS;
@@ -181,13 +341,17 @@ static int peer_setup(struct net_peer *p, char *err, size_t err_cap)
         say(err, err_cap, "TLS setup", m);
         return NET_ERR_TLS;
     }
-    mbedtls_ssl_set_bio(&p->ssl, &p->net, mbedtls_net_send, NULL, mbedtls_net_recv_timeout);
+    mbedtls_ssl_set_bio(&p->ssl, p, peer_send, NULL, peer_recv);
     return 0;
 }
 
-static int map_tls_err(int m)
+static int map_tls_err(struct net_peer *p, int m)
 {
+    if (p->limit != LIM_NONE && (m == MBEDTLS_ERR_SSL_TIMEOUT || m == MBEDTLS_ERR_NET_SEND_FAILED))
+        return p->limit == LIM_IDLE ? NET_ERR_TIMEOUT : p->limit == LIM_RATE ? NET_ERR_SLOW
+               : p->limit == LIM_EVICTED ? NET_ERR_BUSY : NET_ERR_DEADLINE;
     switch (m) {
+    case MBEDTLS_ERR_SSL_CONN_EOF: return NET_ERR_CLOSED;
     case MBEDTLS_ERR_SSL_TIMEOUT: return NET_ERR_TIMEOUT;
     case MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY: return NET_ERR_CLOSED;
     case MBEDTLS_ERR_NET_CONN_RESET:
@@ -214,9 +378,17 @@ int net_peer_handshake(struct net_peer *p, char *err, size_t err_cap)
         }
         break;
     }
-    if (m == 0)
+    if (m == 0) {
+        p->hs_done = 1;
         return 0;
+    }
     p->broken = 1;
+    if (p->limit != LIM_NONE) {
+        char why[160];
+        net_peer_limit_text(p, why, sizeof why);
+        snprintf(err, err_cap, "TLS handshake: %s", why);
+        return map_tls_err(p, m);
+    }
     uint32_t flags = mbedtls_ssl_get_verify_result(&p->ssl);
     if (flags && flags != (uint32_t)-1) {
         char v[256];
@@ -226,7 +398,7 @@ int net_peer_handshake(struct net_peer *p, char *err, size_t err_cap)
         return NET_ERR_PEER_CERT;
     }
     say(err, err_cap, "TLS handshake", m);
-    return map_tls_err(m);
+    return map_tls_err(p, m);
 }
 
 int net_peer_listen(const char *host, const char *port, struct net_peer_listener **out,
@@ -287,8 +459,8 @@ int net_peer_accept(struct net_peer_listener *l, struct net_peer_conf *c, int wa
     }
     if (addr && ip_len == 4)
         snprintf(addr, addr_cap, "%u.%u.%u.%u", ip[0], ip[1], ip[2], ip[3]);
-    else if (addr)
-        snprintf(addr, addr_cap, "(ipv6)");
+    else if (addr && (ip_len != 16 || !inet_ntop(AF_INET6, ip, addr, (socklen_t)addr_cap)))
+        snprintf(addr, addr_cap, "(unknown address)");
     if ((rc = peer_setup(p, NULL, 0))) {
         net_peer_close(p);
         return rc;
@@ -327,12 +499,18 @@ void net_peer_name(struct net_peer *p, char *buf, size_t cap)
         return;
     for (const mbedtls_x509_name *n = &c->subject; n; n = n->next)
         if (MBEDTLS_OID_CMP(MBEDTLS_OID_AT_CN, &n->oid) == 0) {
-            size_t k = n->val.len < cap - 1 ? n->val.len : cap - 1;
-            for (size_t i = 0; i < k; i++)
-                buf[i] = n->val.p[i] >= 0x20 && n->val.p[i] < 0x7f ? (char)n->val.p[i] : '?';
-            buf[k] = '\0';
+            net_text_clean(buf, cap, (const char *)n->val.p, n->val.len);
             return;
         }
+}
+
+int net_peer_cert_id(struct net_peer *p, uint8_t id[32])
+{
+    const mbedtls_x509_crt *c = mbedtls_ssl_get_peer_cert(&p->ssl);
+    if (!c)
+        return -1;
+    net_sha256(c->raw.p, c->raw.len, id);
+    return 0;
 }
 
 const char *net_peer_tls_version(struct net_peer *p)
@@ -386,7 +564,7 @@ static int write_all(struct net_peer *p, const uint8_t *b, size_t n)
         }
         if (w <= 0) {
             p->broken = 1;
-            return map_tls_err(w);
+            return map_tls_err(p, w);
         }
         t0 = now_ms();
         b += w;
@@ -454,8 +632,13 @@ static int read_exact(struct net_peer *p, uint8_t *b, size_t n)
             r == MBEDTLS_ERR_SSL_RECEIVED_NEW_SESSION_TICKET)
             continue;
         if (r <= 0) {
-            p->broken = 1;
-            return map_tls_err(r);
+            /* A limit leaves TLS usable for writing (the ERROR that says
+             * which limit); anything else is a broken link. */
+            if (p->limit == LIM_NONE || p->limit == LIM_EVICTED || r != MBEDTLS_ERR_SSL_TIMEOUT)
+                p->broken = 1;
+            else
+                p->rx_broken = 1;
+            return map_tls_err(p, r);
         }
         b += r;
         n -= (size_t)r;
@@ -466,15 +649,25 @@ static int read_exact(struct net_peer *p, uint8_t *b, size_t n)
 
 int net_peer_frame_read(struct net_peer *p, int *type, uint8_t **buf, size_t *cap, size_t *len)
 {
+    return net_peer_frame_read_max(p, 0, type, buf, cap, len);
+}
+
+int net_peer_frame_read_max(struct net_peer *p, size_t max_len, int *type, uint8_t **buf, size_t *cap,
+                            size_t *len)
+{
     uint8_t hdr[NET_SYNC_HDR];
     int rc;
     *len = 0;
+    if (p->rx_broken)
+        return NET_ERR_FRAME;
     if (p->wlen && (rc = net_peer_flush(p)))
         return rc;
     if ((rc = read_exact(p, hdr, sizeof hdr)))
         return rc;
-    if ((rc = net_sync_hdr_parse(hdr, type, len))) {
-        p->broken = 1; /* the stream cannot be resynchronised */
+    if (!(rc = net_sync_hdr_parse(hdr, type, len)) && max_len && *len > max_len)
+        rc = NET_ERR_FRAME_BIG;
+    if (rc) {
+        p->rx_broken = 1; /* the stream cannot be resynchronised; we may still say why */
         return rc;
     }
     /* Grow with what actually arrives (64 KiB at a time): a header that
@@ -500,6 +693,6 @@ int net_peer_frame_read(struct net_peer *p, int *type, uint8_t **buf, size_t *ca
     }
     (*buf)[*len] = '\0';
     if ((rc = net_sync_payload_check(*type, *buf, *len)))
-        p->broken = 1;
+        p->rx_broken = 1;
     return rc;
 }

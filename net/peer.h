@@ -10,9 +10,15 @@
  * (device certificates name a device, not an address), so the client does
  * not check the server's name.
  *
- * Every read has an idle timeout (timeout_ms); writes give up after the same
- * time without progress. Writes are buffered (NET_PEER_WBUF) and flushed by
- * net_peer_flush or before each read.
+ * Limits (struct net_peer_limits), all enforced in the socket callbacks, so
+ * a peer that trickles one byte at a time gains nothing: every wait is at
+ * most the idle timeout; the TLS handshake must end within handshake_ms of
+ * the TCP connection; the whole connection within session_ms; and once
+ * rate_grace_ms of waiting on the peer have passed, the bytes moved (both
+ * ways) must keep up with min_rate per second of that waiting (time we spend
+ * on our own work, such as a store write, does not count against the peer).
+ * Writes are buffered (NET_PEER_WBUF) and flushed by net_peer_flush or
+ * before each read.
  *
  * Ownership: net_peer_conf_new / net_peer_listen / net_peer_connect /
  * net_peer_accept return heap objects freed by their _free / _close; a
@@ -33,6 +39,19 @@ struct net_peer_conf;
 struct net_peer;
 struct net_peer_listener;
 
+/* Defaults for a zero member of struct net_peer_limits. */
+#define NET_PEER_HANDSHAKE_MS 10000
+#define NET_PEER_SESSION_MS (30 * 60 * 1000)
+#define NET_PEER_MIN_RATE 1024        /* bytes per second of waiting */
+#define NET_PEER_RATE_GRACE_MS 10000
+
+struct net_peer_limits {
+    int handshake_ms;    /* TCP accept/connect .. TLS handshake done */
+    int session_ms;      /* the whole connection */
+    int min_rate;        /* bytes/s both ways, per second spent waiting on the peer */
+    int rate_grace_ms;   /* waiting allowed before the rate is checked */
+};
+
 /* A TLS configuration for one device. ca_pem: the trusted fleet CA
  * certificates (PEM, one or more); cert_pem: this device's certificate;
  * key_pem: its private key (the device key). Buffers are NUL-terminated
@@ -40,6 +59,11 @@ struct net_peer_listener;
 int net_peer_conf_new(int is_server, const char *ca_pem, const char *cert_pem, const char *key_pem,
                       int timeout_ms, struct net_peer_conf **out, char *err, size_t err_cap);
 void net_peer_conf_free(struct net_peer_conf *c);
+/* Set the limits of connections made from c afterwards (zero members:
+ * the defaults above; negative: off). Call before sharing c. */
+void net_peer_conf_limits(struct net_peer_conf *c, const struct net_peer_limits *l);
+/* The handshake deadline in effect (ms; 0 = off). */
+int net_peer_conf_handshake_ms(const struct net_peer_conf *c);
 
 /* Listen on host:port (host "" or NULL = all addresses, port "0" = any:
  * *bound_port says which). */
@@ -64,6 +88,17 @@ const char *net_peer_tls_version(struct net_peer *p);
 void net_peer_close(struct net_peer *p);
 /* Cut the TCP connection at once, without close_notify (tests: a dropped link). */
 void net_peer_abort(struct net_peer *p);
+/* From another thread: end a connection's pending and future waits at once
+ * (its owner sees NET_ERR_BUSY: "evicted"). The owner still closes it. */
+void net_peer_evict(struct net_peer *p);
+/* Lift the handshake/session/rate limits for one last frame (an ERROR that
+ * says which limit ended the session): each wait is then at most 1 s. */
+void net_peer_final(struct net_peer *p);
+/* Which limit ended the last wait, in words ("" if none did), e.g.
+ * "session deadline (2000 ms) passed". */
+void net_peer_limit_text(const struct net_peer *p, char *buf, size_t cap);
+/* SHA-256 of the verified peer certificate (DER); -1 if there is none. */
+int net_peer_cert_id(struct net_peer *p, uint8_t id[32]);
 
 /* Queue one frame (header written here; the payload is checked as a
  * receiver would check it). NET_ERR_FRAME_BIG over the type's cap. */
@@ -75,8 +110,17 @@ int net_peer_write_raw(struct net_peer *p, const void *buf, size_t len);
 /* Read one frame, checked (header cap before the payload is read, then
  * net_sync_payload_check). *buf grows as needed (caller frees; it holds
  * the payload plus a NUL); NET_ERR_TIMEOUT when idle for timeout_ms,
- * NET_ERR_CLOSED when the peer closed, NET_ERR_RESET on a cut. */
+ * NET_ERR_DEADLINE / NET_ERR_SLOW / NET_ERR_BUSY when a limit ended the
+ * wait (net_peer_limit_text says which), NET_ERR_CLOSED when the peer
+ * closed, NET_ERR_RESET on a cut. A frame the header refuses
+ * (NET_ERR_FRAME*) leaves the incoming stream unusable, but frames can
+ * still be written (the ERROR that says why).
+ * max_len, if not 0, is a further cap on this frame's payload (a memory
+ * budget): a header announcing more is refused with NET_ERR_FRAME_BIG
+ * before a payload byte is read. */
 int net_peer_frame_read(struct net_peer *p, int *type, uint8_t **buf, size_t *cap, size_t *len);
+int net_peer_frame_read_max(struct net_peer *p, size_t max_len, int *type, uint8_t **buf, size_t *cap,
+                            size_t *len);
 
 /* Fault injection (tests, benchmarks): once more than after_bytes have been
  * received, the connection behaves as cut (NET_ERR_RESET, no close_notify).

@@ -112,3 +112,16 @@ int net_sync_frame_parse(const uint8_t *buf, size_t n, int *type, const uint8_t 
     *used = NET_SYNC_HDR + *len;
     return 0;
 }
+
+char *net_text_clean(char *dst, size_t cap, const char *src, size_t len)
+{
+    size_t i = 0;
+    if (!cap)
+        return dst;
+    for (; src && i < len && src[i] && i + 1 < cap; i++) {
+        unsigned char ch = (unsigned char)src[i];
+        dst[i] = ch >= 0x20 && ch < 0x7f ? (char)ch : '?';
+    }
+    dst[i] = '\0';
+    return dst;
+}

@@ -53,4 +53,11 @@ int net_sync_payload_check(int type, const uint8_t *p, size_t len);
 int net_sync_frame_parse(const uint8_t *buf, size_t n, int *type, const uint8_t **payload,
                          size_t *len, size_t *used);
 
+/* The one sanitiser for text a peer controls (its ERROR and DONE texts, its
+ * certificate's name) before it reaches a log line or a terminal: printable
+ * ASCII is kept, every other byte (newlines, escapes, UTF-8) becomes '?'.
+ * Copies at most len bytes of src (NUL ends it earlier) into dst, always
+ * NUL-terminated when cap > 0; returns dst. */
+char *net_text_clean(char *dst, size_t cap, const char *src, size_t len);
+
 #endif /* KOPE_NET_SYNC_FRAME_H */

@@ -198,6 +198,29 @@ void plat_task_work(const struct plat_task *t, double *flops, double *bytes)
     }
 }
 
+double plat_emulated_ratio(uint64_t cand_vcost, uint64_t cand_icount, uint64_t base_vcost,
+                           uint64_t base_icount, const char **metric)
+{
+    /* vcost first: raw counts make LMUL free (one vfadd at LMUL 8 counts
+     * like one at LMUL 1), the model does not */
+    if (cand_vcost && base_vcost) {
+        *metric = "vcost";
+        return (double)base_vcost / (double)cand_vcost;
+    }
+    if (cand_icount && base_icount) {
+        *metric = "icount";
+        return (double)base_icount / (double)cand_icount;
+    }
+    *metric = "";
+    return 0;
+}
+
+void plat_metric_merge(char ratio_metric[8], const char *metric)
+{
+    if (metric[0] && (!ratio_metric[0] || strcmp(metric, "icount") == 0))
+        snprintf(ratio_metric, 8, "%s", metric);
+}
+
 double plat_roofline_share(const struct plat_probe *pr, double flops, double bytes, double ns)
 {
     if (!pr || pr->emulated || pr->peak_gflops_core <= 0 || pr->triad_gbs <= 0 || ns <= 0 ||

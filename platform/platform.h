@@ -155,6 +155,9 @@ struct plat_settings {
     uint64_t output_cap_bytes; /* stdout+stderr kept from a run; more is OUTPUT_FLOOD */
     int min_repeat_ms;         /* timing: repeat until this much total time; 0 = default */
     int max_repeats;           /* timing: upper bound on repeats; 0 = default */
+    int dlen_bits;             /* k3 under emulation: the vector-cost model's datapath
+                                  width (a vector instruction costs VLEN/DLEN passes per
+                                  register group); 0 = DLEN equals VLEN */
     unsigned flags;            /* enum plat_set_flags */
     /* Ascend only (platform.ascend.*); the k3 target ignores these. */
     const char *toolkit_home;  /* CANN toolkit root; NULL = $ASCEND_HOME_PATH, $ASCEND_TOOLKIT_HOME, default paths */
@@ -272,8 +275,11 @@ struct plat_baseline {
     char name[PLAT_NAME_MAX]; /* "scalar-O2", "autovec-O3", "openblas" */
     double median_ns, min_ns;
     uint64_t icount;          /* 0 when not counted */
+    uint64_t vcost;           /* the vector-cost model's cost, 0 when not modelled */
     double ratio;             /* baseline / candidate (>1: candidate faster);
-                                 by time natively, by icount under emulation,
+                                 by time natively; under emulation by vcost when
+                                 both sides are modelled, else by icount
+                                 (plat_measure.ratio_metric says which);
                                  0 = not claimed */
 };
 
@@ -293,6 +299,13 @@ struct plat_measure {
      * exactly repeatable for a fixed input. has_icount = 0 when no plugin. */
     int has_icount;
     uint64_t icount, icount_vector, icount_vmem;
+    /* The vector-cost model (docs/K3-KERNELS.md): scalar 1, vector register
+     * groups x class factor x VLEN/DLEN. 0 when the region could not be
+     * modelled (a register-form vsetvl) or there is no plugin. Exact and
+     * repeatable like icount. */
+    uint64_t vcost;
+    /* What base[].ratio compares: "time", "vcost" or "icount"; "" = no ratio. */
+    char ratio_metric[8];
     /* Cycles from perf_event_open when the kernel allows; 0 otherwise. */
     uint64_t cycles;
     /* Nominal work of one call of the measured shape (plat_task_work), so the
@@ -323,6 +336,17 @@ struct plat_probe {
     uint64_t ub_bytes, hbm_bytes; /* Ascend: Unified Buffer per core, device memory */
     char toolkit[PLAT_DETAIL_MAX]; /* what the toolkit found can do / lacks */
 };
+
+/* Under emulation, the ratio baseline / candidate by the best metric both
+ * sides have: vcost when both are modelled, else icount; sets *metric to
+ * "vcost" or "icount". 0 (and *metric "") when neither is counted. */
+double plat_emulated_ratio(uint64_t cand_vcost, uint64_t cand_icount, uint64_t base_vcost,
+                           uint64_t base_icount, const char **metric);
+
+/* Fold one baseline's metric into the measure's ratio_metric: the first
+ * claimed metric names them all, and a mix of vcost and icount is named
+ * "icount", so no vcost claim covers an icount ratio. "" is ignored. */
+void plat_metric_merge(char ratio_metric[8], const char *metric);
 
 /* Share (0..1+) of the attainable roofline min(peak, AI * bandwidth) that a
  * call taking ns nanoseconds reaches on the probed machine, single core.

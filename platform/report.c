@@ -57,15 +57,16 @@ void plat_report_parse(char *text, struct plat_report *h)
             snprintf(h->method + l, sizeof h->method - l, "%s%s", l ? "; " : "", line + 7);
         } else if (strncmp(line, "region ", 7) == 0) {
             /* from the qemu plugin (platform/k3/qemu/icount_plugin.c):
-             * region IDX insns N vector_ops N vector_mem N vsetvl N */
+             * region IDX insns N vector_ops N vector_mem N vsetvl N vcost N unmodelled N */
             int region;
-            unsigned long long a, b, c;
-            if (sscanf(line + 7, "%d insns %llu vector_ops %llu vector_mem %llu", &region, &a, &b,
-                       &c) == 4 && region >= 0 &&
+            unsigned long long a, b, c, vs, vc, um;
+            if (sscanf(line + 7, "%d insns %llu vector_ops %llu vector_mem %llu vsetvl %llu vcost %llu "
+                       "unmodelled %llu", &region, &a, &b, &c, &vs, &vc, &um) == 7 && region >= 0 &&
                 region <= PLAT_MAX_BASELINES) {
                 h->icount[region][0] = a;
                 h->icount[region][1] = b;
                 h->icount[region][2] = c;
+                h->icount[region][3] = um ? 0 : vc; /* an unmodelled region claims no vcost */
                 h->has_icount = 1;
             }
         }

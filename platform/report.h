@@ -10,7 +10,8 @@
  *   time NAME median min spread reps warm  one timed kernel or baseline
  *   cycles N                               hardware cycles, when available
  *   method TEXT                            how the figures were obtained (appended)
- *   region IDX insns N vector_ops N vector_mem N ...   from the qemu icount plugin
+ *   region IDX insns N vector_ops N vector_mem N vsetvl N vcost N unmodelled N
+ *                                          from the qemu icount plugin
  *
  * Lines that do not parse are ignored: the caller judges a run by `done`.
  * Every array is capped; extra lines are dropped.
@@ -38,7 +39,8 @@ struct plat_report {
     struct plat_report_time times[PLAT_MAX_BASELINES + 1];
     int n_times;
     char method[400];
-    uint64_t icount[PLAT_MAX_BASELINES + 1][3];
+    /* per timed name: insns, vector_ops, vector_mem, vcost (0 = unmodelled) */
+    uint64_t icount[PLAT_MAX_BASELINES + 1][4];
     int has_icount;
     uint64_t cycles;
 };

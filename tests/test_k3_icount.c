@@ -28,32 +28,42 @@ static void test_parse(void **state)
 {
     (void)state;
     struct k3_icount ic;
-    const char *good = "kope-icount 1\n"
-                       "region 0 insns 3 vector_ops 0 vector_mem 0 vsetvl 0\n"
-                       "region 1 insns 400 vector_ops 32 vector_mem 96 vsetvl 32\n"
-                       "total insns 25712 vector_ops 221 vector_mem 411 vsetvl 222 regions 2 dropped 0\n";
+    const char *good = "kope-icount 2\n"
+                       "region 0 insns 3 vector_ops 0 vector_mem 0 vsetvl 0 vcost 3 unmodelled 0\n"
+                       "region 1 insns 400 vector_ops 32 vector_mem 96 vsetvl 32 vcost 1000 unmodelled 2\n"
+                       "total insns 25712 vector_ops 221 vector_mem 411 vsetvl 222 vcost 30000 unmodelled 2 "
+                       "regions 2 dropped 0\n";
     assert_int_equal(k3_icount_parse(good, strlen(good), &ic), 0);
     assert_int_equal(ic.n_regions, 2);
     assert_int_equal(ic.region[1].insns, 400);
     assert_int_equal(ic.region[1].vector_mem, 96);
     assert_int_equal(ic.total.vsetvl, 222);
+    assert_int_equal(ic.region[1].vcost, 1000);
+    assert_int_equal(ic.region[1].unmodelled, 2);
     static const char *const bad[] = {
         "",
         "region 0 insns 3 vector_ops 0 vector_mem 0 vsetvl 0\n", /* no header */
-        "kope-icount 1\nregion 0 insns 3 vector_ops 0 vector_mem 0 vsetvl 0\n", /* no total */
-        ("kope-icount 1\nregion 1 insns 3 vector_ops 0 vector_mem 0 vsetvl 0\n"
-         "total insns 3 vector_ops 0 vector_mem 0 vsetvl 0 regions 1 dropped 0\n"), /* gap */
-        "kope-icount 1\ntotal insns 3 vector_ops 0 vector_mem 0 vsetvl 0 regions 4 dropped 0\n",
-        "kope-icount 1\nregion 0 insns x\ntotal insns 3 vector_ops 0 vector_mem 0 vsetvl 0 regions 1 dropped 0\n",
-        "kope-icount 1\nsurprise\n",
+        "kope-icount 2\nregion 0 insns 3 vector_ops 0 vector_mem 0 vsetvl 0 vcost 3 unmodelled 0\n", /* no total */
+        ("kope-icount 2\nregion 1 insns 3 vector_ops 0 vector_mem 0 vsetvl 0 vcost 3 unmodelled 0\n"
+         "total insns 3 vector_ops 0 vector_mem 0 vsetvl 0 vcost 3 unmodelled 0 regions 1 dropped 0\n"), /* gap */
+        "kope-icount 2\ntotal insns 3 vector_ops 0 vector_mem 0 vsetvl 0 vcost 3 unmodelled 0 regions 4 dropped 0\n",
+        ("kope-icount 2\nregion 0 insns x\n"
+         "total insns 3 vector_ops 0 vector_mem 0 vsetvl 0 vcost 3 unmodelled 0 regions 1 dropped 0\n"),
+        "kope-icount 2\nsurprise\n",
+        /* version 1 (no vcost) is refused: its counts would read as unmodelled */
+        ("kope-icount 1\nregion 0 insns 3 vector_ops 0 vector_mem 0 vsetvl 0\n"
+         "total insns 3 vector_ops 0 vector_mem 0 vsetvl 0 regions 1 dropped 0\n"),
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         assert_int_equal(k3_icount_parse(bad[i], strlen(bad[i]), &ic), PLAT_ERR_PROTOCOL);
     char arg[64];
-    assert_int_equal(k3_icount_plugin_arg("/p/x.so", "/t/o", arg, sizeof arg), 0);
+    assert_int_equal(k3_icount_plugin_arg("/p/x.so", "/t/o", 0, 0, arg, sizeof arg), 0);
     assert_string_equal(arg, "/p/x.so,out=/t/o");
-    assert_int_not_equal(k3_icount_plugin_arg("/p/x,y.so", "/t/o", arg, sizeof arg), 0);
-    assert_int_not_equal(k3_icount_plugin_arg("/p/x.so", "/t/o", arg, 8), 0);
+    assert_int_not_equal(k3_icount_plugin_arg("/p/x,y.so", "/t/o", 0, 0, arg, sizeof arg), 0);
+    assert_int_not_equal(k3_icount_plugin_arg("/p/x.so", "/t/o", 0, 0, arg, 8), 0);
+    assert_int_equal(k3_icount_plugin_arg("/p/x.so", "/t/o", 256, 128, arg, sizeof arg), 0);
+    assert_string_equal(arg, "/p/x.so,out=/t/o,vlen=256,dlen=128");
+    assert_int_not_equal(k3_icount_plugin_arg("/p/x.so", "/t/o", 128, 256, arg, sizeof arg), 0);
 }
 
 /* The guest: four regions between the markers: empty (the marker overhead),
@@ -126,7 +136,8 @@ static void test_counts_kernel_only_and_repeatable(void **state)
     struct k3_icount ic[3];
     for (int run = 0; run < 3; run++) {
         int st;
-        int rc = k3_icount_run(RV_RUN, plugin, argv, dir, 60000, &ic[run], &st, err, sizeof err);
+        int rc = k3_icount_run(RV_RUN, plugin, argv, dir, 60000, 0, 0, &ic[run], &st, err,
+                               sizeof err);
         if (rc)
             fail_msg("run %d: %s", run, err);
         assert_int_equal(st, 0);
@@ -160,8 +171,115 @@ static void test_counts_kernel_only_and_repeatable(void **state)
 
     /* a static qemu cannot load plugins: refused before running */
     int st;
-    assert_int_equal(k3_icount_run("qemu-riscv64-static -cpu rv64", plugin, argv, dir, 1000,
+    assert_int_equal(k3_icount_run("qemu-riscv64-static -cpu rv64", plugin, argv, dir, 1000, 0, 0,
                                    &ic[0], &st, err, sizeof err), PLAT_ERR_NO_RUNNER);
+}
+
+/* The vector-cost model (icount_plugin.c's weight table), checked on exact
+ * instruction sequences and on the claim it exists for: the same loop at
+ * LMUL 1 and LMUL 8 executes ~8x fewer instructions at LMUL 8 but exactly
+ * the same vector work (what LMUL 8 still saves is scalar loop overhead). */
+static const char model_main[] =
+    "#include <stddef.h>\n#include <riscv_vector.h>\n"
+    "__attribute__((noinline)) void kope_icount_begin(int r) { __asm__ volatile(\"\" : : \"r\"(r) : \"memory\"); }\n"
+    "__attribute__((noinline)) void kope_icount_end(int r) { __asm__ volatile(\"\" : : \"r\"(r) : \"memory\"); }\n"
+    "#define ADD(M) __attribute__((noinline)) void add_##M(size_t n, const float *x, const float *y, float *o) {\\\n"
+    "  for (size_t vl; n > 0; n -= vl, x += vl, y += vl, o += vl) { vl = __riscv_vsetvl_e32##M(n);\\\n"
+    "    __riscv_vse32_v_f32##M(o, __riscv_vfadd_vv_f32##M(__riscv_vle32_v_f32##M(x, vl),\\\n"
+    "                           __riscv_vle32_v_f32##M(y, vl), vl), vl); } }\n"
+    "ADD(m1) ADD(m8)\n"
+    "static float buf[3 * 4096];\n"
+    "#define VCLOB \"v0\",\"v1\",\"v2\",\"v4\",\"v8\",\"v12\",\"v16\",\"v20\",\"v24\",\"v28\"\n"
+    "int main(void) {\n"
+    "  float *x = buf, *y = buf + 4096, *o = buf + 8192;\n"
+    "  kope_icount_begin(0); kope_icount_end(0);\n"
+    "  kope_icount_begin(1); add_m1(4096, x, y, o); kope_icount_end(1);\n"
+    "  kope_icount_begin(2); add_m8(4096, x, y, o); kope_icount_end(2);\n"
+    /* region 3: one of each class; weights at VLEN = DLEN in the comments */
+    "  kope_icount_begin(3);\n"
+    "  __asm__ volatile(\"vsetvli t0, zero, e32, m4, ta, ma\\n\"\n"
+    "    \"vfadd.vv v8, v8, v16\\n\"        /* base 4 */\n"
+    "    \"vfwadd.vv v16, v0, v4\\n\"       /* widen 2 x 4 */\n"
+    "    \"vfredusum.vs v1, v8, v2\\n\"     /* reduce 2 x 4 */\n"
+    "    \"vfdiv.vv v8, v8, v12\\n\"        /* divide 4 x 4 */\n"
+    "    \"vrgather.vv v24, v8, v12\\n\"    /* gather 4 x 4 */\n"
+    "    \"vle32.v v8, (%0)\\n\"            /* EMUL 4: 4 */\n"
+    "    \"vle8.v v8, (%0)\\n\"             /* EMUL 8/32 x 4 = 1: 1 */\n"
+    "    \"vfmv.f.s ft0, v8\\n\"            /* one register: 1 */\n"
+    "    \"vl8re32.v v8, (%0)\\n\"          /* whole registers: 8 */\n"
+    "    \"vsetivli t0, 4, e64, m1, ta, ma\\n\"\n"
+    "    \"vfredosum.vs v1, v8, v2\\n\"     /* ordered 8 x 1 */\n"
+    "    : : \"r\"(buf) : \"t0\", \"ft0\", \"memory\", VCLOB);\n"
+    "  kope_icount_end(3);\n"
+    /* region 4: register-form vsetvl: its vtype is invisible, so unmodelled */
+    "  kope_icount_begin(4);\n"
+    "  __asm__ volatile(\"vsetvl t0, %0, %1\\nvfadd.vv v8, v8, v8\\n\" : : \"r\"(8L), \"r\"(0x10L) : \"t0\", VCLOB);\n"
+    "  kope_icount_end(4);\n"
+    /* region 5: a vsetvli makes the vtype known again */
+    "  kope_icount_begin(5);\n"
+    "  __asm__ volatile(\"vsetvli t0, zero, e32, m2, ta, ma\\nvfadd.vv v8, v8, v8\\n\" : : : \"t0\", VCLOB);\n"
+    "  kope_icount_end(5);\n"
+    "  return (int)o[1]; }\n";
+
+static void test_vcost_model(void **state)
+{
+    (void)state;
+    char plugin[1024], dir[1024], cmd[4096], err[512];
+    if (system("command -v clang-19 >/dev/null && command -v qemu-riscv64 >/dev/null") != 0 ||
+        k3_icount_plugin_find(NULL, plugin, sizeof plugin) != 0) {
+        print_message("skip: clang-19, qemu-riscv64 or %s missing\n", K3_ICOUNT_PLUGIN_NAME);
+        skip();
+    }
+    const char *tmp = getenv("KOPE_TEST_TMP");
+    snprintf(dir, sizeof dir, "%s/vc", tmp && *tmp ? tmp : ".");
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s/model.c", dir);
+    FILE *f = fopen(cmd, "w");
+    assert_non_null(f);
+    fputs(model_main, f);
+    assert_int_equal(fclose(f), 0);
+    snprintf(cmd, sizeof cmd, "cd '%s' && " RV_CC " -O2 -static model.c -o model", dir);
+    assert_int_equal(system(cmd), 0);
+    char guest[1200];
+    snprintf(guest, sizeof guest, "%s/model", dir);
+    const char *argv[] = {guest, NULL};
+    struct k3_icount ic, half;
+    int st;
+    if (k3_icount_run(RV_RUN, plugin, argv, dir, 60000, 0, 0, &ic, &st, err, sizeof err))
+        fail_msg("%s", err);
+    assert_int_equal(ic.n_regions, 6);
+    const struct k3_icount_counts *r = ic.region;
+    for (int i = 0; i < 6; i++)
+        print_message("vcost region %d: insns %llu vcost %llu unmodelled %llu\n", i,
+                      (unsigned long long)r[i].insns, (unsigned long long)r[i].vcost,
+                      (unsigned long long)r[i].unmodelled);
+    /* scalar code costs its instruction count */
+    assert_int_equal(r[0].vcost, r[0].insns);
+    /* LMUL is not free: 8x fewer instructions at LMUL 8, the same vector work
+     * (vcost minus the scalar instructions, vsetvl included, at 1 each) */
+    uint64_t vec1 = r[1].vector_ops + r[1].vector_mem, vec8 = r[2].vector_ops + r[2].vector_mem;
+    assert_true(r[1].insns > 7 * r[2].insns);
+    assert_int_equal(r[1].vcost - (r[1].insns - vec1), 4 * 4096 / 8) /* 2 loads, add, store */;
+    assert_int_equal(r[2].vcost - (r[2].insns - vec8), 4 * 4096 / 8);
+    assert_true((double)r[1].vcost / (double)r[2].vcost < 3.0);
+    /* exact weights: 10 vector instructions weigh 4+8+8+16+16+4+1+1+8+8 = 74,
+     * i.e. 64 more than if each counted 1 */
+    assert_int_equal(r[3].vector_ops + r[3].vector_mem, 10);
+    assert_int_equal(r[3].vcost - r[3].insns, 64);
+    assert_int_equal(r[3].unmodelled, 0);
+    /* register-form vsetvl: the vsetvl and the vfadd after it are unmodelled */
+    assert_int_equal(r[4].unmodelled, 2);
+    assert_int_equal(r[5].unmodelled, 0);
+    assert_int_equal(r[5].vcost - r[5].insns, 1); /* vfadd at m2: 2 */
+
+    /* DLEN = VLEN/2: every register group takes two passes */
+    if (k3_icount_run(RV_RUN, plugin, argv, dir, 60000, 256, 128, &half, &st, err, sizeof err))
+        fail_msg("%s", err);
+    /* 8+16+16+32+32+8+2+2+16+16 = 148, i.e. 138 more than 10 */
+    assert_int_equal(half.region[3].vcost - half.region[3].insns, 138);
+    assert_int_equal(half.region[3].insns, r[3].insns);
+    assert_int_equal(half.region[0].vcost, r[0].vcost);
 }
 
 int main(void)
@@ -169,6 +287,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_counts_kernel_only_and_repeatable),
+        cmocka_unit_test(test_vcost_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

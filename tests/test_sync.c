@@ -1088,6 +1088,9 @@ static void test_oversized_frame(void **s)
     assert_int_equal(net_peer_write_raw(r.p, hdr, sizeof hdr), 0);
     assert_int_equal(net_peer_flush(r.p), 0);
     srv_wait(&w.srv, 1);
+    assert_int_equal(raw_read(&r), 0); /* an ERROR frame says why */
+    assert_int_equal(r.type, NET_SYNC_ERROR);
+    assert_non_null(strstr((const char *)r.buf, "frame over the cap"));
     raw_close(&r, 1);
     assert_int_equal(w.srv.last_rc, NET_ERR_FRAME_BIG);
     assert_true(srv_log_has(&w.srv, "frame over the cap"));
@@ -1139,6 +1142,8 @@ static void test_malformed_frames(void **s)
         assert_int_equal(net_peer_write_raw(r.p, cases[i].b, cases[i].n), 0);
         assert_int_equal(net_peer_flush(r.p), 0);
         srv_wait(&w.srv, ++k);
+        if (raw_read(&r) != 0 || r.type != NET_SYNC_ERROR) /* every violation is answered */
+            fail_msg("case %zu: no ERROR frame", i);
         raw_close(&r, 1);
         if (w.srv.last_rc != cases[i].rc)
             fail_msg("case %zu: rc %d, want %d", i, w.srv.last_rc, cases[i].rc);
@@ -1244,6 +1249,302 @@ static void test_bad_client_certs(void **s)
     assert_int_equal(origin_seq(&w.s, &w.a), 0);
     free(rogue);
     free(expired);
+    assert_still_serving(&w);
+    world_close(&w);
+}
+
+/* ------------------------------------------------------------ availability (issue #16) */
+
+static void srv_limits(struct srv *s, int handshake_ms, int session_ms, int min_rate, int grace_ms)
+{
+    struct net_peer_limits l = {handshake_ms > 0 ? test_ms(handshake_ms) : handshake_ms,
+                                session_ms > 0 ? test_ms(session_ms) : session_ms, min_rate,
+                                grace_ms > 0 ? test_ms(grace_ms) : grace_ms};
+    net_peer_conf_limits(s->conf, &l);
+}
+
+static int tcp_open(struct srv *s)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(s->port))};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_true(fd >= 0);
+    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    return fd;
+}
+
+static int srv_sessions(struct srv *s)
+{
+    pthread_mutex_lock(&s->mu);
+    int k = s->n_sessions;
+    pthread_mutex_unlock(&s->mu);
+    return k;
+}
+
+/* Send bytes one at a time, every step_ms, until the server has finished
+ * n sessions or max_ms pass; returns the seconds it took. Today's idle
+ * timeout alone never ends such a peer: each byte resets it. */
+static double trickle_until(struct srv *s, struct net_peer *p, int fd, const uint8_t *b, size_t n_bytes,
+                            int n_sessions, int step_ms, int max_ms)
+{
+    uint64_t t0 = util_now_ns();
+    for (size_t i = 0; srv_sessions(s) < n_sessions && util_now_ns() - t0 < (uint64_t)test_ms(max_ms) * 1000000u; i++) {
+        if (p) {
+            if (net_peer_write_raw(p, b + i % n_bytes, 1) || net_peer_flush(p))
+                break;
+        } else if (send(fd, b + i % n_bytes, 1, MSG_NOSIGNAL) != 1) {
+            break;
+        }
+        usleep((useconds_t)step_ms * 1000);
+    }
+    for (int i = 0; i < 200 && srv_sessions(s) < n_sessions; i++)
+        usleep(10000);
+    return (double)(util_now_ns() - t0) / 1e9;
+}
+
+/* A peer that trickles one byte every 50 ms (the idle timeout is 2 s) is
+ * ended by the handshake deadline before TLS, by the session deadline after
+ * it, and by the minimum rate; each gets an ERROR frame naming the limit
+ * when TLS is up, and the server goes on serving. */
+static void test_trickling_peer(void **s)
+{
+    (void)s;
+    struct world w;
+    struct raw r;
+    static const uint8_t hello[] = {NET_SYNC_HELLO, 0, 0, 0, 40, '{', '"', 'm', 'i', 'n', '"'};
+    static const uint8_t client_hello[] = {0x16, 0x03, 0x01, 0x01, 0x00, 0x01, 0x00, 0x00, 0xfc, 0x03, 0x03};
+    world_open(&w, "trickle", 2000);
+    /* before the handshake: plain TCP, a ClientHello a byte at a time */
+    srv_limits(&w.srv, 500, -1, -1, 0);
+    int fd = tcp_open(&w.srv);
+    double secs = trickle_until(&w.srv, NULL, fd, client_hello, sizeof client_hello, 1, 50, 4000);
+    close(fd);
+    assert_int_equal(w.srv.last_rc, NET_ERR_DEADLINE);
+    assert_true(secs < test_ms(1500) / 1000.0);
+    assert_true(srv_log_has(&w.srv, "TLS handshake not done within"));
+    /* after it: the session deadline */
+    srv_limits(&w.srv, 0, 800, -1, 0);
+    raw_open(&r, &w.a, &w.srv);
+    secs = trickle_until(&w.srv, r.p, -1, hello, sizeof hello, 2, 50, 4000);
+    assert_int_equal(w.srv.last_rc, NET_ERR_DEADLINE);
+    assert_true(secs < test_ms(2000) / 1000.0);
+    assert_int_equal(raw_read(&r), 0); /* told why */
+    assert_int_equal(r.type, NET_SYNC_ERROR);
+    assert_non_null(strstr((const char *)r.buf, "session deadline"));
+    raw_close(&r, 1);
+    /* the rate: 20 bytes/s where 200 are wanted, after 300 ms of waiting */
+    srv_limits(&w.srv, 0, -1, 200, 300);
+    raw_open(&r, &w.a, &w.srv);
+    secs = trickle_until(&w.srv, r.p, -1, hello, sizeof hello, 3, 50, 4000);
+    assert_int_equal(w.srv.last_rc, NET_ERR_SLOW);
+    assert_true(secs < test_ms(1500) / 1000.0);
+    assert_int_equal(raw_read(&r), 0);
+    assert_int_equal(r.type, NET_SYNC_ERROR);
+    assert_non_null(strstr((const char *)r.buf, "minimum rate"));
+    raw_close(&r, 1);
+    assert_true(srv_log_has(&w.srv, "below the minimum rate"));
+    srv_limits(&w.srv, 0, 0, 0, 0);
+    assert_still_serving(&w);
+    world_close(&w);
+}
+
+/* A fake server that completes TLS and then trickles a HELLO. */
+struct fake_srv {
+    struct srv *s;
+    struct net_peer_listener *l;
+    char port[16];
+    volatile int stop;
+};
+
+static void *fake_srv_main(void *arg)
+{
+    struct fake_srv *f = arg;
+    struct net_peer *p = NULL;
+    char addr[64], err[320];
+    static const uint8_t hello[] = {NET_SYNC_HELLO, 0, 0, 0, 40, '{', '"', 'm', 'i', 'n', '"'};
+    if (net_peer_accept(f->l, f->s->conf, test_ms(3000), &p, addr, sizeof addr) == 0 &&
+        net_peer_handshake(p, err, sizeof err) == 0) {
+        uint64_t t0 = util_now_ns();
+        for (size_t i = 0; !f->stop && util_now_ns() - t0 < (uint64_t)test_ms(5000) * 1000000u; i++) {
+            if (net_peer_write_raw(p, hello + i % sizeof hello, 1) || net_peer_flush(p))
+                break;
+            usleep(50000);
+        }
+    }
+    net_peer_abort(p);
+    return NULL;
+}
+
+/* `kope sync` as a client against a server that trickles: ended by the
+ * client's session deadline. */
+static void test_trickling_server(void **s)
+{
+    (void)s;
+    struct dev d;
+    struct srv fake;
+    struct fake_srv f;
+    pthread_t th;
+    char err[320];
+    int port = 0;
+    dev_make(&d, "trickle_srv", "k3", &fleet_ca);
+    memset(&fake, 0, sizeof fake);
+    memset(&f, 0, sizeof f);
+    assert_int_equal(net_peer_conf_new(1, fleet_ca.cert, d.cert_pem, d.key_pem, test_ms(2000), &fake.conf, err, sizeof err), 0);
+    assert_int_equal(net_peer_listen("127.0.0.1", "0", &f.l, &port, err, sizeof err), 0);
+    snprintf(f.port, sizeof f.port, "%d", port);
+    f.s = &fake;
+    assert_int_equal(pthread_create(&th, NULL, fake_srv_main, &f), 0);
+    struct net_peer_conf *c = client_conf(&d, NULL, 2000);
+    struct net_peer_limits l = {0, test_ms(800), -1, 0};
+    net_peer_conf_limits(c, &l);
+    struct net_trust *t = NULL;
+    struct net_peer *p = NULL;
+    struct sync_stats st;
+    assert_int_equal(net_trust_new(fleet_ca.cert, &t, err, sizeof err), 0);
+    struct sync_opts o = {t, 0, NULL};
+    uint64_t t0 = util_now_ns();
+    assert_int_equal(net_peer_connect(c, "127.0.0.1", f.port, &p, err, sizeof err), 0);
+    int rc = sync_session(&d.g, p, 1, &o, &st);
+    double secs = (double)(util_now_ns() - t0) / 1e9;
+    net_peer_abort(p);
+    f.stop = 1;
+    pthread_join(th, NULL);
+    assert_int_equal(rc, NET_ERR_DEADLINE);
+    assert_true(secs < test_ms(2000) / 1000.0);
+    assert_non_null(strstr(st.error, "session deadline"));
+    net_trust_free(t);
+    net_peer_conf_free(c);
+    net_peer_conf_free(fake.conf);
+    net_peer_listener_close(f.l);
+    dev_free(&d);
+}
+
+/* 16 connections that never finish the TLS handshake (a byte every 100 ms)
+ * while an enrolled peer syncs: it gets through at once (the oldest
+ * handshakes are evicted, enrolled sessions have their own slots). */
+struct flood {
+    int fd[16];
+    volatile int stop;
+};
+
+static void *flood_main(void *arg)
+{
+    struct flood *f = arg;
+    static const uint8_t ch[] = {0x16, 0x03, 0x01, 0x01, 0x00, 0x01, 0x00, 0x00, 0xfc, 0x03, 0x03};
+    for (size_t i = 0; !f->stop; i++) {
+        for (int k = 0; k < 16; k++)
+            if (f->fd[k] >= 0 && send(f->fd[k], ch + i % sizeof ch, 1, MSG_NOSIGNAL) != 1) {
+                close(f->fd[k]);
+                f->fd[k] = -1;
+            }
+        usleep(100000);
+    }
+    return NULL;
+}
+
+static void test_unauthenticated_flood(void **s)
+{
+    (void)s;
+    struct world w;
+    struct flood f;
+    pthread_t th;
+    world_open(&w, "flood", 3000);
+    srv_limits(&w.srv, 2000, 0, 0, 0);
+    for (int k = 0; k < 16; k++)
+        f.fd[k] = tcp_open(&w.srv);
+    f.stop = 0;
+    assert_int_equal(pthread_create(&th, NULL, flood_main, &f), 0);
+    usleep((useconds_t)test_ms(1200) * 1000); /* older than half the handshake deadline */
+    uint64_t t0 = util_now_ns();
+    struct sync_stats st;
+    assert_int_equal(client_sync(&w.a, &w.srv, &st), 0);
+    double secs = (double)(util_now_ns() - t0) / 1e9;
+    assert_int_equal(origin_seq(&w.s, &w.a), w.a.g.seq);
+    assert_true(secs < test_ms(1000) / 1000.0);
+    f.stop = 1;
+    pthread_join(th, NULL);
+    for (int k = 0; k < 16; k++)
+        if (f.fd[k] >= 0)
+            close(f.fd[k]);
+    assert_true(srv_log_has(&w.srv, "evicted"));
+    world_close(&w);
+}
+
+/* One certificate gets at most max_per_cert sessions; the next is told so. */
+static void test_per_cert_limit(void **s)
+{
+    (void)s;
+    struct world w;
+    struct raw r[3];
+    world_open(&w, "percert", 3000);
+    for (int i = 0; i < 2; i++) {
+        raw_open(&r[i], &w.a, &w.srv);
+        raw_send(&r[i], NET_SYNC_HELLO, "{\"min\":1,\"proto\":\"kope-sync\",\"v\":1}");
+        assert_int_equal(raw_read(&r[i]), 0);
+        assert_int_equal(r[i].type, NET_SYNC_HELLO);
+    }
+    raw_open(&r[2], &w.a, &w.srv);
+    assert_int_equal(raw_read(&r[2]), 0);
+    assert_int_equal(r[2].type, NET_SYNC_ERROR);
+    assert_non_null(strstr((const char *)r[2].buf, "already has 2 sessions"));
+    srv_wait(&w.srv, 1);
+    assert_int_equal(w.srv.last_rc, NET_ERR_BUSY);
+    for (int i = 0; i < 3; i++)
+        raw_close(&r[i], 1);
+    srv_wait(&w.srv, 3);
+    assert_still_serving(&w);
+    world_close(&w);
+}
+
+/* A peer's ERROR text with a newline and terminal escapes reaches the log
+ * as one line of printable ASCII. */
+static void test_hostile_log_text(void **s)
+{
+    (void)s;
+    struct world w;
+    struct raw r;
+    world_open(&w, "logtext", 3000);
+    raw_open(&r, &w.a, &w.srv);
+    raw_send(&r, NET_SYNC_ERROR, "{\"error\":\"bye\\nkope serve: admin (1.2.3.4): ok: forged\\u001b[2J\\u0007\"}");
+    assert_int_equal(net_peer_flush(r.p), 0);
+    srv_wait(&w.srv, 1);
+    raw_close(&r, 1);
+    fflush(w.srv.log);
+    char *t = slurp(tpath("server-%s.log", w.s.name));
+    for (const char *c = t; *c; c++)
+        if ((unsigned char)*c < 0x20 && *c != '\n')
+            fail_msg("control byte 0x%02x in the log", (unsigned char)*c);
+    assert_null(strstr(t, "\nkope serve: admin"));
+    assert_non_null(strstr(t, "peer gave up: bye?kope serve: admin"));
+    free(t);
+    world_close(&w);
+}
+
+/* An import that stops early (here: the stream has no shard header) still
+ * reads the peer's stream to its END, answers DONE with the real cause, and
+ * the exchange goes on in step: the server's own delta follows. */
+static void test_import_stop_drains(void **s)
+{
+    (void)s;
+    struct world w;
+    struct raw r;
+    int n;
+    world_open(&w, "drain", 3000);
+    char **l = shard_lines(&w.a, NULL, &n);
+    raw_open(&r, &w.a, &w.srv);
+    raw_hello(&r, "{}");
+    cJSON *done = raw_push(&r, l + 1, n - 1); /* without line 1, the header */
+    assert_non_null(done);
+    assert_non_null(strstr(cJSON_GetObjectItem(done, "error")->valuestring, "not a kope graph shard"));
+    cJSON_Delete(done);
+    assert_int_equal(raw_read(&r), 0); /* the server's delta, in step */
+    assert_int_equal(r.type, NET_SYNC_LINE);
+    assert_non_null(strstr((const char *)r.buf, "kope-graph"));
+    raw_close(&r, 1);
+    srv_wait(&w.srv, 1);
+    assert_true(srv_log_has(&w.srv, "import stopped"));
+    assert_int_equal(origin_seq(&w.s, &w.a), 0);
+    lines_free(l, n);
     assert_still_serving(&w);
     world_close(&w);
 }
@@ -1506,6 +1807,12 @@ int main(void)
         cmocka_unit_test(test_malformed_frames),
         cmocka_unit_test(test_idle_timeout),
         cmocka_unit_test(test_bad_client_certs),
+        cmocka_unit_test(test_trickling_peer),
+        cmocka_unit_test(test_trickling_server),
+        cmocka_unit_test(test_unauthenticated_flood),
+        cmocka_unit_test(test_per_cert_limit),
+        cmocka_unit_test(test_hostile_log_text),
+        cmocka_unit_test(test_import_stop_drains),
         cmocka_unit_test(test_cut_and_resume),
         cmocka_unit_test(test_ascend_experience_reaches_k3_prompt),
         cmocka_unit_test(test_cli_two_processes),

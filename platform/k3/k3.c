@@ -33,6 +33,7 @@
 
 #include "platform/embed.h"
 #include "platform/k3/k3.h"
+#include "platform/k3/k3_icount.h"
 #include "platform/report.h"
 #define KOPE_HARNESS_HOST_ONLY
 #include "platform/k3/embed/harness.h"
@@ -402,6 +403,13 @@ static int cpuinfo_is_riscv(void)
     return yes;
 }
 
+/* The VLEN the emulator runs with: its vlen= option, else qemu's default 128. */
+static int runner_vlen(const struct k3 *k)
+{
+    const char *vl = strstr(k->runner, "vlen=");
+    return vl ? atoi(vl + 5) : 128;
+}
+
 static int k3_open(struct platform *p)
 {
     struct k3 *k = calloc(1, sizeof *k);
@@ -469,6 +477,10 @@ static int k3_open(struct platform *p)
     blas_find(k, s->deps_sysroot);
     if (k->emulated)
         plugin_find(k, s->icount_plugin);
+    int dl = s->dlen_bits;
+    if (dl && (dl < 32 || (dl & (dl - 1)) || (k->emulated && dl > runner_vlen(k))))
+        return set_err(p, PLAT_ERR_BAD_TASK, "platform.k3.dlen %d: needs a power of two from 32 "
+                       "to the emulated VLEN (%d)", dl, runner_vlen(k));
     return toolchain_check(p, k);
 }
 
@@ -479,6 +491,8 @@ static void k3_close(struct platform *p)
         return;
     if (k->own_work && k->work[0])
         rm_tree(k->work);
+    free(k->inc_direct);
+    free(k->inc_closure);
     free(k);
     p->priv = NULL;
 }
@@ -490,8 +504,7 @@ static int k3_describe(struct platform *p, struct plat_desc *out)
     snprintf(out->arch, sizeof out->arch, "riscv64");
     snprintf(out->isa, sizeof out->isa, "rv64gcv_zba_zbb_zbs");
     /* emulated: the runner's vlen= (256 by default); natively `kope probe` says */
-    const char *vl = strstr(k->runner, "vlen=");
-    out->vlen_bits = k->emulated ? (vl ? atoi(vl + 5) : 128) : 0;
+    out->vlen_bits = k->emulated ? runner_vlen(k) : 0;
     out->emulated = k->emulated;
     snprintf(out->cc, sizeof out->cc, "%.150s %.100s", k->cc, k->cflags);
     snprintf(out->runner, sizeof out->runner, "%.250s", k->runner);
@@ -536,6 +549,49 @@ static int rt_compile(struct platform *p, const char *src, const char *obj, cons
     return 0;
 }
 
+/* Where the allowed headers resolve with the candidate's own flags, and
+ * every file they read in turn (k3_screen_includes compares a candidate's
+ * compile against these). One -fsyntax-only compile per open platform. */
+#define K3_INC_LIST_MAX (64u << 10)
+static int rt_includes_probe(struct platform *p)
+{
+    struct k3 *k = p->priv;
+    char src[K3_PATH_MAX + 64], text[1024];
+    size_t n = 0;
+    for (int i = 0; i < K3_N_ALLOWED_HEADERS; i++)
+        n += (size_t)snprintf(text + n, sizeof text - n, "#include %c%s%c\n",
+                              strcmp(k3_allowed_headers[i], "kernel_abi.h") ? '<' : '"',
+                              k3_allowed_headers[i], strcmp(k3_allowed_headers[i], "kernel_abi.h") ? '>' : '"');
+    snprintf(src, sizeof src, "%s/inc_probe.c", k->rt);
+    if (n >= sizeof text || file_write(src, text, n))
+        return set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", src);
+    char *out = malloc(K3_INC_LIST_MAX);
+    free(k->inc_direct);
+    free(k->inc_closure);
+    k->inc_direct = malloc(K3_INC_LIST_MAX);
+    k->inc_closure = malloc(K3_INC_LIST_MAX);
+    if (!out || !k->inc_direct || !k->inc_closure) {
+        free(out);
+        return set_err(p, PLAT_ERR_NOMEM, "out of memory");
+    }
+    struct cmd c;
+    struct k3_run_result res;
+    cmd_init(&c);
+    cmd_split(&c, k->cc);
+    cmd_split(&c, k->cflags);
+    cmd_split(&c, "-std=gnu11 -H -fsyntax-only");
+    cmd_arg(&c, "-I%s", k->rt);
+    cmd_arg(&c, "%s", src);
+    int rc = run_tool(p, &c, out, K3_INC_LIST_MAX, &res);
+    if (!rc && (!tool_ok(&res) || res.truncated ||
+                k3_includes_collect(out, k->inc_direct, K3_INC_LIST_MAX, k->inc_closure,
+                                    K3_INC_LIST_MAX) != 0 || !k->inc_direct[0]))
+        rc = set_err(p, PLAT_ERR_HARNESS, "the allowed headers do not compile with '%.200s': %.300s",
+                     k->cc, out);
+    free(out);
+    return rc;
+}
+
 static int rt_build(struct platform *p)
 {
     struct k3 *k = p->priv;
@@ -571,7 +627,9 @@ static int rt_build(struct platform *p)
     snprintf(path, sizeof path, "%s/kernel_abi.h", k->rt);
     if (file_write(path, abi->data, abi->len))
         return set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", path);
-    int rc = rt_compile(p, "harness.c", "harness.o", "-O2", NULL);
+    int rc = rt_includes_probe(p);
+    if (!rc)
+        rc = rt_compile(p, "harness.c", "harness.o", "-O2", NULL);
     if (!rc)
         rc = rt_compile(p, "ref.c", "ref.o", "-O2", NULL);
     if (!rc)
@@ -643,24 +701,68 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
     if (file_write(file, src, len))
         return set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", file);
 
-    /* compile the candidate alone */
+    /* compile the candidate alone; -H and -MD make the compiler list every
+     * file it reads, which k3_screen_includes judges */
+    char deps[K3_PATH_MAX + 64], proto[K3_PATH_MAX + 64];
+    snprintf(deps, sizeof deps, "%s/cand.d", dir);
+    snprintf(proto, sizeof proto, "%s/proto_%s.h", k->rt, plat_family_name(t->family));
     struct cmd c;
     struct k3_run_result res;
     cmd_init(&c);
     cmd_split(&c, k->cc);
     cmd_split(&c, k->cflags);
     cmd_split(&c, "-std=gnu11 -fno-common -Werror=implicit-function-declaration");
+    if (screen)
+        cmd_split(&c, "-H -MD");
+    if (screen) {
+        cmd_arg(&c, "-MF");
+        cmd_arg(&c, "%s", deps);
+    }
     cmd_arg(&c, "-I%s", k->rt);
     cmd_arg(&c, "-include");
-    cmd_arg(&c, "%s/proto_%s.h", k->rt, plat_family_name(t->family));
+    cmd_arg(&c, "%s", proto);
     cmd_arg(&c, "-c");
     cmd_arg(&c, "%s", file);
     cmd_arg(&c, "-o");
     cmd_arg(&c, "%s", obj);
-    rc = run_tool(p, &c, out->diag, sizeof out->diag, &res);
-    if (rc)
+    char *raw = malloc(K3_INC_LIST_MAX);
+    if (!raw)
+        return set_err(p, PLAT_ERR_NOMEM, "out of memory");
+    rc = run_tool(p, &c, raw, K3_INC_LIST_MAX, &res);
+    if (rc) {
+        free(raw);
         return rc;
-    out->diag_truncated = res.truncated;
+    }
+    if (screen) {
+        char own[3 * K3_PATH_MAX + 256], *dtext = NULL;
+        snprintf(own, sizeof own, "%s\n%s\n%s/kernel_abi.h\n", file, proto, k->rt);
+        FILE *df = fopen(deps, "rb");
+        if (df) {
+            dtext = malloc(K3_INC_LIST_MAX);
+            size_t dn = dtext ? fread(dtext, 1, K3_INC_LIST_MAX - 1, df) : 0;
+            if (dtext)
+                dtext[dn] = '\0';
+            fclose(df);
+        }
+        /* a truncated header list cannot be judged: refused as well */
+        int bad = res.truncated ||
+                  k3_screen_includes(raw, dtext, k->inc_direct, k->inc_closure, own,
+                                     &out->screen_rule, out->detail, sizeof out->detail);
+        free(dtext);
+        if (bad) {
+            if (out->screen_rule == PLAT_SCREEN_NONE) {
+                out->screen_rule = PLAT_SCREEN_HEADER;
+                snprintf(out->detail, sizeof out->detail, "compiler output over %u bytes",
+                         K3_INC_LIST_MAX);
+            }
+            out->reason = PLAT_FAIL_SCREEN_REJECTED;
+            free(raw); /* nothing the compiler said about another file is kept */
+            goto out;
+        }
+    }
+    size_t kept = k3_diag_clean(raw, file, out->diag, sizeof out->diag);
+    out->diag_truncated = res.truncated || kept + 1 >= sizeof out->diag;
+    free(raw);
     if (!tool_ok(&res)) {
         out->reason = PLAT_FAIL_COMPILE_ERROR;
         snprintf(out->detail, sizeof out->detail, "%s",
@@ -758,8 +860,12 @@ static int harness_run(struct platform *p, const struct plat_task *t, const stru
     cmd_init(&c);
     cmd_split(&c, k->runner);
     if (k->emulated && k->plugin[0] && strcmp(mode, "measure") == 0) {
+        char plug[K3_PATH_MAX * 2 + 128];
+        if (k3_icount_plugin_arg(k->plugin, icount_out, runner_vlen(k), s->dlen_bits, plug,
+                                 sizeof plug))
+            return set_err(p, PLAT_ERR_INTERNAL, "icount plugin: a path holds a comma or is too long");
         cmd_arg(&c, "-plugin");
-        cmd_arg(&c, "%s,out=%s", k->plugin, icount_out);
+        cmd_arg(&c, "%s", plug);
     }
     cmd_arg(&c, "%s", b->path);
     cmd_arg(&c, "mode=%s", mode);
@@ -933,6 +1039,7 @@ static int k3_measure(struct platform *p, const struct plat_task *t, const struc
             out->icount = h->r.icount[0][0];
             out->icount_vector = h->r.icount[0][1];
             out->icount_vmem = h->r.icount[0][2];
+            out->vcost = h->r.icount[0][3];
             continue;
         }
         if (out->n_baselines >= PLAT_MAX_BASELINES)
@@ -942,12 +1049,17 @@ static int k3_measure(struct platform *p, const struct plat_task *t, const struc
         bl->median_ns = h->r.times[i].med;
         bl->min_ns = h->r.times[i].min;
         bl->icount = h->r.icount[i][0];
-        if (!k->emulated && out->median_ns > 0)
+        bl->vcost = h->r.icount[i][3];
+        const char *metric = "";
+        if (!k->emulated && out->median_ns > 0) {
             bl->ratio = bl->median_ns / out->median_ns;
-        else if (k->emulated && h->r.has_icount && out->icount > 0)
-            bl->ratio = (double)bl->icount / (double)out->icount;
-        else
+            metric = "time";
+        } else if (k->emulated && h->r.has_icount) {
+            bl->ratio = plat_emulated_ratio(out->vcost, out->icount, bl->vcost, bl->icount, &metric);
+        } else {
             bl->ratio = 0; /* not claimed */
+        }
+        plat_metric_merge(out->ratio_metric, metric);
     }
 out:
     free(h);

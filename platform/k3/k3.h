@@ -44,6 +44,8 @@ struct k3 {
     int blas_zvl256b;         /* the OpenBLAS build needs VLEN >= 256 (refused below) */
     uint64_t next_id;
     uint32_t base_built[2];   /* bit per op: baseline objects compiled (scalar, autovec) */
+    char *inc_direct;         /* resolved paths of the allowed headers ('\n'-separated) */
+    char *inc_closure;        /* every file those headers read */
 };
 
 /* ------------------------------------------------------------- sandbox --- */
@@ -87,6 +89,33 @@ int k3_argv_split(const char *cmd, char *buf, size_t buf_len, char **argv, int *
  * detail naming the offending token and line filled in). */
 int k3_screen_source(const char *src, size_t len, enum plat_screen_rule *rule,
                      char *detail, size_t detail_len);
+
+/* The headers a candidate may include (screen.c holds the one list). */
+#define K3_N_ALLOWED_HEADERS 9
+#define K3_ALLOWED_HEADERS_TEXT \
+    "stddef.h stdint.h math.h float.h string.h riscv_vector.h kernel_abi.h stdbool.h limits.h"
+extern const char *const k3_allowed_headers[K3_N_ALLOWED_HEADERS];
+
+/* From compiler output with -H (one line per header opened, depth as
+ * leading dots), collect depth-1 paths into direct and deeper ones into all,
+ * each '\n'-terminated. Returns 0, or -1 when a buffer was too small. */
+int k3_includes_collect(const char *out, char *direct, size_t direct_len, char *all, size_t all_len);
+
+/* The compiler-checked include rule: out is the compiler's output with -H,
+ * deps its -MD file (NULL if none). Every header the candidate includes
+ * directly must be in allowed_direct, every other file read in closure;
+ * own lists files of kope's (the candidate, its prototype header). Lists are
+ * '\n'-separated paths. 0 clean, 1 rejected (rule, detail naming the file's
+ * base name only). */
+int k3_screen_includes(const char *out, const char *deps, const char *allowed_direct,
+                       const char *closure, const char *own, enum plat_screen_rule *rule,
+                       char *detail, size_t dl);
+
+/* Copy into out (capped, NUL-terminated) only the compiler's diagnostics
+ * about cand_path, shortened to "cand.c": -H lines, "In file included
+ * from", and every diagnostic located in another file (with its quoted
+ * source lines) are dropped. Returns the bytes kept. */
+size_t k3_diag_clean(const char *in, const char *cand_path, char *out, size_t out_len);
 
 /* Check the compiled candidate object (ELF64 relocatable): no writable or
  * init/fini sections, no undefined symbol outside the allow-list (libm,

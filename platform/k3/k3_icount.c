@@ -60,21 +60,27 @@ int k3_icount_plugin_find(const char *configured, char *buf, size_t cap)
     return PLAT_ERR_UNSUPPORTED;
 }
 
-int k3_icount_plugin_arg(const char *plugin, const char *out_path, char *buf, size_t cap)
+int k3_icount_plugin_arg(const char *plugin, const char *out_path, int vlen_bits, int dlen_bits,
+                         char *buf, size_t cap)
 {
-    if (strchr(plugin, ',') || strchr(out_path, ','))
+    if (strchr(plugin, ',') || strchr(out_path, ',') || dlen_bits < 0 ||
+        (dlen_bits > 0 && dlen_bits > vlen_bits))
         return PLAT_ERR_INTERNAL;
-    int w = snprintf(buf, cap, "%s,out=%s", plugin, out_path);
+    int w = dlen_bits > 0
+                ? snprintf(buf, cap, "%s,out=%s,vlen=%d,dlen=%d", plugin, out_path, vlen_bits, dlen_bits)
+                : snprintf(buf, cap, "%s,out=%s", plugin, out_path);
     return w < 0 || (size_t)w >= cap ? PLAT_ERR_INTERNAL : 0;
 }
 
-/* "insns N vector_ops N vector_mem N vsetvl N" at s; returns chars used or -1 */
+/* "insns N vector_ops N vector_mem N vsetvl N vcost N unmodelled N" at s;
+ * returns chars used or -1 */
 static int parse_counts(const char *s, struct k3_icount_counts *c)
 {
     int used = 0;
     if (sscanf(s, " insns %" SCNu64 " vector_ops %" SCNu64 " vector_mem %" SCNu64
-                  " vsetvl %" SCNu64 "%n",
-               &c->insns, &c->vector_ops, &c->vector_mem, &c->vsetvl, &used) != 4)
+                  " vsetvl %" SCNu64 " vcost %" SCNu64 " unmodelled %" SCNu64 "%n",
+               &c->insns, &c->vector_ops, &c->vector_mem, &c->vsetvl, &c->vcost, &c->unmodelled,
+               &used) != 6)
         return -1;
     return used;
 }
@@ -96,7 +102,7 @@ int k3_icount_parse(const char *text, size_t len, struct k3_icount *out)
         unsigned idx, nreg;
         uint64_t dropped;
         int used = 0;
-        if (strcmp(line, "kope-icount 1") == 0) {
+        if (strcmp(line, "kope-icount 2") == 0) {
             seen_head = 1;
         } else if (sscanf(line, "region %u%n", &idx, &used) == 1) {
             struct k3_icount_counts c;
@@ -149,8 +155,8 @@ static int64_t now_ms(void)
 }
 
 int k3_icount_run(const char *runner, const char *plugin, const char *const *argv,
-                  const char *work_dir, int timeout_ms, struct k3_icount *out,
-                  int *exit_status, char *err, size_t err_len)
+                  const char *work_dir, int timeout_ms, int vlen_bits, int dlen_bits,
+                  struct k3_icount *out, int *exit_status, char *err, size_t err_len)
 {
     char words[2048], report[1024], plug[2200];
     char *args[ARGV_MAX + 1];
@@ -159,7 +165,7 @@ int k3_icount_run(const char *runner, const char *plugin, const char *const *arg
     *exit_status = -1;
     if (snprintf(words, sizeof words, "%s", runner) >= (int)sizeof words ||
         snprintf(report, sizeof report, "%s/icount.XXXXXX", work_dir) >= (int)sizeof report ||
-        k3_icount_plugin_arg(plugin, report, plug, sizeof plug)) {
+        k3_icount_plugin_arg(plugin, report, vlen_bits, dlen_bits, plug, sizeof plug)) {
         snprintf(err, err_len, "icount: runner, work dir or plugin path too long (or holds a comma)");
         return PLAT_ERR_INTERNAL;
     }
@@ -186,7 +192,7 @@ int k3_icount_run(const char *runner, const char *plugin, const char *const *arg
         return PLAT_ERR_WORKDIR;
     }
     close(fd);
-    if (k3_icount_plugin_arg(plugin, report, plug, sizeof plug)) { /* the real name */
+    if (k3_icount_plugin_arg(plugin, report, vlen_bits, dlen_bits, plug, sizeof plug)) { /* the real name */
         unlink(report);
         snprintf(err, err_len, "icount: plugin argument too long");
         return PLAT_ERR_INTERNAL;

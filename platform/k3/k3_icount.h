@@ -41,6 +41,10 @@ struct k3_icount_counts {
     uint64_t vector_ops;  /* OP-V arithmetic (not vsetvl) */
     uint64_t vector_mem;  /* vector loads and stores */
     uint64_t vsetvl;      /* vsetvli / vsetivli / vsetvl */
+    uint64_t vcost;       /* the vector-cost model (docs/K3-KERNELS.md): scalar 1,
+                             vector = register groups x class factor x VLEN/DLEN */
+    uint64_t unmodelled;  /* vector instructions costed without a known vtype
+                             (after a register-form vsetvl); > 0: vcost not claimed */
 };
 
 struct k3_icount {
@@ -58,9 +62,12 @@ struct k3_icount {
 int k3_icount_plugin_find(const char *configured, char *buf, size_t cap);
 
 /* The word that follows "-plugin" on qemu's command line:
- * "PLUGIN,out=OUT_PATH". 0, or PLAT_ERR_INTERNAL if it does not fit or a
- * path holds a comma (qemu's option syntax cannot quote one). */
-int k3_icount_plugin_arg(const char *plugin, const char *out_path, char *buf, size_t cap);
+ * "PLUGIN,out=OUT_PATH" and, when dlen_bits > 0, ",vlen=V,dlen=D" (the
+ * vector-cost model's VLEN/DLEN; dlen_bits 0 = DLEN equals VLEN). 0, or
+ * PLAT_ERR_INTERNAL if it does not fit, a path holds a comma (qemu's option
+ * syntax cannot quote one) or dlen_bits > vlen_bits. */
+int k3_icount_plugin_arg(const char *plugin, const char *out_path, int vlen_bits, int dlen_bits,
+                         char *buf, size_t cap);
 
 /* Parse the plugin's report (text of len bytes). 0, or PLAT_ERR_PROTOCOL. */
 int k3_icount_parse(const char *text, size_t len, struct k3_icount *out);
@@ -71,12 +78,14 @@ int k3_icount_read(const char *path, struct k3_icount *out);
  * (the qemu command and its options as one string of words, e.g. "qemu-riscv64
  * -cpu rv64,v=true,vlen=256,..."), with the plugin (its report file is made
  * in work_dir and removed after), with a fixed environment and no ASLR, killed after
- * timeout_ms (0 = 60 s). Guest stdout/stderr are discarded.
+ * timeout_ms (0 = 60 s). vlen_bits/dlen_bits: the vector-cost model's
+ * VLEN/DLEN, as for k3_icount_plugin_arg (0, 0 = DLEN equals VLEN). Guest
+ * stdout/stderr are discarded.
  * *exit_status gets the guest's exit code (or 128+signal). Returns 0 when
  * the run finished and its report parsed, PLAT_ERR_SPAWN, PLAT_ERR_IO,
  * PLAT_ERR_PROTOCOL, or PLAT_ERR_HARNESS on a timeout; err gets a message. */
 int k3_icount_run(const char *runner, const char *plugin, const char *const *argv,
-                  const char *work_dir, int timeout_ms, struct k3_icount *out,
-                  int *exit_status, char *err, size_t err_len);
+                  const char *work_dir, int timeout_ms, int vlen_bits, int dlen_bits,
+                  struct k3_icount *out, int *exit_status, char *err, size_t err_len);
 
 #endif /* KOPE_K3_ICOUNT_H */

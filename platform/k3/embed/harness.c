@@ -518,8 +518,34 @@ static void out_poison(void)
         memcpy(g_out.p + 4 * i, &bits, 4);
 }
 
+/* The FP rounding mode is thread state the psABI preserves across calls: a
+ * kernel that leaves it changed would skew everything computed after it (the
+ * reference, the baselines), so it is blamed (STATEFUL) and frm restored.
+ * vxrm (fixed-point rounding) is not preserved across calls and clang sets
+ * it before every fixed-point intrinsic with an explicit mode (`csrwi vxrm`,
+ * allowed by the object check): it is simply reset. */
+#if defined(__riscv)
+static unsigned long frm_read(void)
+{
+    unsigned long v;
+    __asm__ volatile("frrm %0" : "=r"(v));
+    return v;
+}
+static void csr_restore(unsigned long frm)
+{
+    __asm__ volatile("fsrm %0" : : "r"(frm));
+#if defined(__riscv_vector)
+    __asm__ volatile("csrwi vxrm, 0");
+#endif
+}
+#else
+static unsigned long frm_read(void) { return 0; }
+static void csr_restore(unsigned long frm) { (void)frm; }
+#endif
+
 static void call_candidate_p(int protect)
 {
+    unsigned long frm0 = frm_read();
     struct h_args *a = &g_args;
     struct kope_scalars s = {.alpha = a->alpha, .lo = a->lo, .hi = a->hi, .eps = a->eps};
     void (*fn)(void) = kope_kernel;
@@ -541,6 +567,13 @@ static void call_candidate_p(int protect)
         ((kope_matmul_fn *)fn)(a->batch, a->m, a->n, a->k, a->a, a->b, a->out);
     }
     g_in_kernel = 0;
+    unsigned long frm1 = frm_read();
+    csr_restore(frm0);
+    if (frm1 != frm0) {
+        char d[96];
+        snprintf(d, sizeof d, "left the FP rounding mode changed (frm %lu -> %lu)", frm0, frm1);
+        fail_exit("stateful", 0, d);
+    }
     if (protect)
         for (int i = 0; i < 4; i++)
             gbuf_protect(&g_in[i], 0);

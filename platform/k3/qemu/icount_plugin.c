@@ -28,11 +28,26 @@
  * end. (Multi-threaded guests would race on the counters; the harness
  * counts on one thread.)
  *
+ * Vector cost (vcost): besides the counts, each region gets a cost under a
+ * documented model (docs/K3-KERNELS.md, "The vector-cost model"): every
+ * scalar instruction (vsetvl included) costs 1; a vector instruction costs
+ * the register groups it occupies, from the vtype of the last executed
+ * vsetvli/vsetivli (decoded from the instruction word when it is
+ * translated), times VLEN/DLEN, times the class factor of the one weight
+ * table below (vcost_class). Register-form vsetvl takes its vtype from a
+ * register the plugin cannot read (qemu 7.2 plugins see no registers): the
+ * vector instructions after it, until the next vsetvli/vsetivli, are costed
+ * at LMUL 1 and counted in `unmodelled`; a region with unmodelled > 0 has
+ * no claimed vcost. Like the counts, vcost is exact and repeatable.
+ *
+ * Arguments: out=FILE, begin=SYM, end=SYM, vlen=BITS and dlen=BITS (both
+ * or neither; VLEN/DLEN is 1 when neither is given, i.e. DLEN = VLEN).
+ *
  * Output (written at exit to out=FILE, else through qemu_plugin_outs):
- *   kope-icount 1
- *   region IDX insns N vector_ops N vector_mem N vsetvl N
+ *   kope-icount 2
+ *   region IDX insns N vector_ops N vector_mem N vsetvl N vcost N unmodelled N
  *   ...
- *   total insns N vector_ops N vector_mem N vsetvl N regions N dropped N
+ *   total insns N vector_ops N vector_mem N vsetvl N vcost N unmodelled N regions N dropped N
  */
 #define _GNU_SOURCE 1 /* open_memstream */
 #include <inttypes.h>
@@ -48,7 +63,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 #define MAX_REGIONS 4096
 #define SYM_MAX 128
 
-enum { C_INSN, C_VOP, C_VMEM, C_VCFG, C_COUNT };
+enum { C_INSN, C_VOP, C_VMEM, C_VCFG, C_VCOST, C_UNMOD, C_COUNT };
 
 struct counts {
     uint64_t c[C_COUNT];
@@ -62,6 +77,8 @@ static int g_open;                     /* inside begin..end */
 static char g_out[1024];
 static char g_begin[SYM_MAX] = "kope_icount_begin";
 static char g_end[SYM_MAX] = "kope_icount_end";
+static unsigned g_vlen, g_dlen;        /* 0 = not given: VLEN/DLEN = 1 */
+static uint64_t g_ratio = 1;           /* VLEN / DLEN */
 
 static void on_begin(unsigned int vcpu, void *udata)
 {
@@ -87,18 +104,187 @@ static void on_end(unsigned int vcpu, void *udata)
         r->c[i] = g_now.c[i] - g_start.c[i];
 }
 
-static int classify(const struct qemu_plugin_insn *in)
+static int classify(uint32_t w)
 {
-    if (qemu_plugin_insn_size(in) != 4)
-        return -1; /* compressed: never vector */
-    uint32_t w;
-    memcpy(&w, qemu_plugin_insn_data(in), 4);
     uint32_t op = w & 0x7f, f3 = (w >> 12) & 7;
     if (op == 0x57)
         return f3 == 7 ? C_VCFG : C_VOP;
     if ((op == 0x07 || op == 0x27) && (f3 == 0 || f3 >= 5))
         return C_VMEM;
     return -1;
+}
+
+/* ------------------------------------------------ the vector-cost model --- */
+
+/* The one weight table. A vector instruction's cost is
+ *     groups(EMUL) x factor         groups(e) = max(1, e x VLEN/DLEN)
+ * where EMUL is LMUL from the current vtype (EEW/SEW x LMUL for loads and
+ * stores) and the factor is its class's below. FIXED classes occupy a fixed
+ * number of registers whatever the vtype (cost = registers x VLEN/DLEN).
+ * The factors are a model of an in-order vector unit that streams one
+ * register group per DLEN-wide pass, not a measurement of the X100:
+ *   base       1   arithmetic, compares, merges, slides, conversions, vfrec7
+ *   widen      2   widening and narrowing ops (one operand group is 2 x LMUL)
+ *   reduce     2   unordered reductions: a pass over the group plus the
+ *                  cross-lane tree
+ *   ordered    8   ordered reductions (vfredosum, vfwredosum): serial
+ *   divide     4   vdiv/vrem/vfdiv/vfrdiv/vfsqrt: iterative units
+ *   gather     R   vrgather.vv, vrgatherei16, vcompress: R = the group's
+ *                  registers (max(1, EMUL)): any destination register may
+ *                  read any source register, so LMUL^2 register passes
+ *   strided    2   strided loads/stores: one element per access
+ *   indexed    4   indexed loads/stores: an address per element
+ *   scalar/mask 1 register: vmv.x.s, vfmv.f.s, vmv.s.x, vfmv.s.f, vcpop,
+ *                  vfirst, mask logicals, vmsbf/vmsif/vmsof, vlm/vsm
+ *   whole      n registers: vmv<n>r.v, vl<n>r, vs<n>r */
+enum vclass {
+    VC_NONE, VC_BASE, VC_WIDEN, VC_REDUCE, VC_ORDERED, VC_DIVIDE, VC_GATHER,
+    VC_MEM, VC_MEM_STRIDED, VC_MEM_INDEXED, VC_FIXED, VC_CFG_IMM, VC_CFG_REG
+};
+static const unsigned vc_factor[] = {
+    [VC_BASE] = 1, [VC_WIDEN] = 2, [VC_REDUCE] = 2, [VC_ORDERED] = 8, [VC_DIVIDE] = 4,
+    [VC_GATHER] = 0 /* registers in the group */, [VC_MEM] = 1, [VC_MEM_STRIDED] = 2, [VC_MEM_INDEXED] = 4,
+};
+
+/* Decoded at translation, packed into the callback's udata:
+ * bits 0-3 class, 4-7 log2(EEW) for loads/stores, 8-11 fields (nf+1 for
+ * memory, registers for FIXED), 12-19 the vtype of a vsetvli/vsetivli. */
+#define D_CLASS(d) ((unsigned)(d) & 15u)
+#define D_EEWLOG(d) (((unsigned)(d) >> 4) & 15u)
+#define D_N(d) (((unsigned)(d) >> 8) & 15u)
+#define D_VTYPE(d) (((unsigned)(d) >> 12) & 255u)
+static uintptr_t pack(unsigned cls, unsigned eewlog, unsigned n, unsigned vtype)
+{
+    return cls | eewlog << 4 | (n & 15u) << 8 | (vtype & 255u) << 12;
+}
+
+/* Class of an OP-V arithmetic instruction (funct3 0-6), RVV 1.0 encodings. */
+static uintptr_t vclass_opv(uint32_t w)
+{
+    unsigned f3 = (w >> 12) & 7, f6 = w >> 26, vs1 = (w >> 15) & 31;
+    switch (f3) {
+    case 0: case 3: case 4: /* OPIVV, OPIVI, OPIVX */
+        if (f6 == 0x0c || (f6 == 0x0e && f3 == 0))
+            return pack(f3 == 0 ? VC_GATHER : VC_BASE, 0, 0, 0); /* .vx/.vi read one element */
+        if (f6 == 0x27 && f3 == 3)
+            return pack(VC_FIXED, 0, vs1 + 1, 0);                /* vmv<n>r.v */
+        if (f6 >= 0x2c && f6 <= 0x2f)
+            return pack(VC_WIDEN, 0, 0, 0);                      /* vnsrl vnsra vnclip[u] */
+        if ((f6 == 0x30 || f6 == 0x31) && f3 == 0)
+            return pack(VC_REDUCE, 0, 0, 0);                     /* vwredsum[u] */
+        return pack(VC_BASE, 0, 0, 0);
+    case 2: case 6: /* OPMVV, OPMVX */
+        if (f3 == 2 && f6 <= 0x07)
+            return pack(VC_REDUCE, 0, 0, 0);                     /* vred* */
+        if (f6 == 0x10)
+            return pack(VC_FIXED, 0, 1, 0);                      /* vmv.x.s vcpop vfirst / vmv.s.x */
+        if (f3 == 2 && f6 == 0x14)
+            return vs1 >= 16 ? pack(VC_BASE, 0, 0, 0)            /* viota, vid */
+                             : pack(VC_FIXED, 0, 1, 0);          /* vmsbf vmsof vmsif */
+        if (f3 == 2 && f6 == 0x17)
+            return pack(VC_GATHER, 0, 0, 0);                     /* vcompress */
+        if (f3 == 2 && f6 >= 0x18 && f6 <= 0x1f)
+            return pack(VC_FIXED, 0, 1, 0);                      /* mask logicals */
+        if (f6 >= 0x20 && f6 <= 0x23)
+            return pack(VC_DIVIDE, 0, 0, 0);                     /* vdivu vdiv vremu vrem */
+        if (f6 >= 0x30)
+            return pack(VC_WIDEN, 0, 0, 0);                      /* vwadd ... vwmaccsu */
+        return pack(VC_BASE, 0, 0, 0);
+    case 1: case 5: /* OPFVV, OPFVF */
+        if (f3 == 1 && (f6 == 0x01 || f6 == 0x05 || f6 == 0x07 || f6 == 0x31))
+            return pack(VC_REDUCE, 0, 0, 0);                     /* vfredusum/min/max, vfwredusum */
+        if (f3 == 1 && (f6 == 0x03 || f6 == 0x33))
+            return pack(VC_ORDERED, 0, 0, 0);                    /* vfredosum, vfwredosum */
+        if (f6 == 0x10)
+            return pack(VC_FIXED, 0, 1, 0);                      /* vfmv.f.s / vfmv.s.f */
+        if (f3 == 1 && f6 == 0x12)
+            return pack(vs1 >= 8 && vs1 < 0x18 ? VC_WIDEN : VC_BASE, 0, 0, 0); /* vfwcvt, vfncvt */
+        if (f3 == 1 && f6 == 0x13)
+            return pack(vs1 == 0 ? VC_DIVIDE : VC_BASE, 0, 0, 0); /* vfsqrt; vfrsqrt7 vfrec7 vfclass */
+        if (f6 == 0x20 || (f6 == 0x21 && f3 == 5))
+            return pack(VC_DIVIDE, 0, 0, 0);                     /* vfdiv, vfrdiv */
+        if (f6 >= 0x30)
+            return pack(VC_WIDEN, 0, 0, 0);                      /* vfwadd ... vfwnmsac */
+        return pack(VC_BASE, 0, 0, 0);
+    }
+    return pack(VC_NONE, 0, 0, 0);
+}
+
+/* Class of a vector load/store (LOAD-FP/STORE-FP, width 0/5/6/7). */
+static uintptr_t vclass_mem(uint32_t w)
+{
+    unsigned f3 = (w >> 12) & 7, mop = (w >> 26) & 3, nf = (w >> 29) + 1, lumop = (w >> 20) & 31;
+    unsigned eewlog = f3 == 0 ? 3 : f3 - 1; /* 8, 16, 32, 64 bits */
+    if (mop == 0 && lumop == 0x08)
+        return pack(VC_FIXED, 0, nf, 0);                         /* whole registers */
+    if (mop == 0 && lumop == 0x0b)
+        return pack(VC_FIXED, 0, 1, 0);                          /* vlm.v / vsm.v */
+    if (mop == 1 || mop == 3)
+        return pack(VC_MEM_INDEXED, 0, nf, 0);                   /* data EEW = SEW */
+    return pack(mop == 2 ? VC_MEM_STRIDED : VC_MEM, eewlog, nf, 0);
+}
+
+static uintptr_t vclass_of(uint32_t w)
+{
+    uint32_t op = w & 0x7f, f3 = (w >> 12) & 7;
+    if (op == 0x57 && f3 == 7) {
+        if ((w >> 31) == 0)
+            return pack(VC_CFG_IMM, 0, 0, (w >> 20) & 0x7ff);   /* vsetvli: zimm[10:0] */
+        if ((w >> 30) == 3)
+            return pack(VC_CFG_IMM, 0, 0, (w >> 20) & 0x3ff);   /* vsetivli: zimm[9:0] */
+        return pack(VC_CFG_REG, 0, 0, 0);                        /* vsetvl: vtype in rs2 */
+    }
+    if (op == 0x57)
+        return vclass_opv(w);
+    return vclass_mem(w);
+}
+
+/* The vtype in force, in eighths of a register group (lmul8 = 8: LMUL 1). */
+static unsigned g_lmul8, g_sew; /* 0 = unknown (start, vsetvl, reserved encodings) */
+
+static void on_vcfg(unsigned int vcpu, void *udata)
+{
+    (void)vcpu;
+    uintptr_t d = (uintptr_t)udata;
+    g_lmul8 = g_sew = 0;
+    if (D_CLASS(d) != VC_CFG_IMM)
+        return;
+    unsigned vt = D_VTYPE(d), vlmul = vt & 7, vsew = (vt >> 3) & 7;
+    static const unsigned lmul8[8] = {8, 16, 32, 64, 0, 1, 2, 4};
+    if (vsew > 3 || lmul8[vlmul] == 0)
+        return; /* reserved: the vsetvli sets vill and vector instructions trap */
+    g_lmul8 = lmul8[vlmul];
+    g_sew = 8u << vsew;
+}
+
+static uint64_t groups(uint64_t emul8)
+{
+    uint64_t g = emul8 * g_ratio / 8;
+    return g ? g : 1;
+}
+
+/* Cost of one executed vector instruction of non-FIXED class under the vtype in force. */
+static void on_vec(unsigned int vcpu, void *udata)
+{
+    (void)vcpu;
+    uintptr_t d = (uintptr_t)udata;
+    unsigned cls = D_CLASS(d);
+    uint64_t lmul8 = g_lmul8, sew = g_sew;
+    if (!lmul8) {
+        g_now.c[C_UNMOD]++;
+        lmul8 = 8;
+        sew = 32;
+    }
+    uint64_t emul8 = lmul8;
+    if (cls == VC_MEM || cls == VC_MEM_STRIDED) {
+        emul8 = ((uint64_t)1 << D_EEWLOG(d)) * lmul8 / sew; /* EEW/SEW x LMUL */
+        if (!emul8)
+            emul8 = 1;
+    }
+    uint64_t g = groups(emul8);
+    uint64_t n = D_N(d) ? D_N(d) : 1; /* segment fields */
+    uint64_t f = cls == VC_GATHER ? (emul8 >= 8 ? emul8 / 8 : 1) : vc_factor[cls];
+    g_now.c[C_VCOST] += g * f * n;
 }
 
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
@@ -114,18 +300,41 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
             qemu_plugin_register_vcpu_insn_exec_cb(in, on_end, QEMU_PLUGIN_CB_NO_REGS, NULL);
         qemu_plugin_register_vcpu_insn_exec_inline(in, QEMU_PLUGIN_INLINE_ADD_U64,
                                                    &g_now.c[C_INSN], 1);
-        int k = classify(in);
+        uint32_t w = 0;
+        int k = -1;
+        if (qemu_plugin_insn_size(in) == 4) { /* compressed instructions are never vector */
+            memcpy(&w, qemu_plugin_insn_data(in), 4);
+            k = classify(w);
+        }
         if (k >= 0)
             qemu_plugin_register_vcpu_insn_exec_inline(in, QEMU_PLUGIN_INLINE_ADD_U64,
                                                        &g_now.c[k], 1);
+        uintptr_t d = k >= 0 ? vclass_of(w) : pack(VC_NONE, 0, 0, 0);
+        unsigned cls = D_CLASS(d);
+        if (cls == VC_CFG_IMM || cls == VC_CFG_REG) {
+            /* a configuration instruction costs 1, like a scalar one */
+            qemu_plugin_register_vcpu_insn_exec_cb(in, on_vcfg, QEMU_PLUGIN_CB_NO_REGS, (void *)d);
+            if (cls == VC_CFG_REG) /* counted once per execution as unmodelled */
+                qemu_plugin_register_vcpu_insn_exec_inline(in, QEMU_PLUGIN_INLINE_ADD_U64,
+                                                           &g_now.c[C_UNMOD], 1);
+        }
+        if (cls == VC_NONE || cls == VC_CFG_IMM || cls == VC_CFG_REG)
+            qemu_plugin_register_vcpu_insn_exec_inline(in, QEMU_PLUGIN_INLINE_ADD_U64,
+                                                       &g_now.c[C_VCOST], 1);
+        else if (cls == VC_FIXED) /* independent of vtype: a constant */
+            qemu_plugin_register_vcpu_insn_exec_inline(in, QEMU_PLUGIN_INLINE_ADD_U64,
+                                                       &g_now.c[C_VCOST], D_N(d) * g_ratio);
+        else
+            qemu_plugin_register_vcpu_insn_exec_cb(in, on_vec, QEMU_PLUGIN_CB_NO_REGS, (void *)d);
     }
 }
 
 static void print_counts(FILE *f, const char *head, const struct counts *c)
 {
     fprintf(f, "%s insns %" PRIu64 " vector_ops %" PRIu64 " vector_mem %" PRIu64
-               " vsetvl %" PRIu64,
-            head, c->c[C_INSN], c->c[C_VOP], c->c[C_VMEM], c->c[C_VCFG]);
+               " vsetvl %" PRIu64 " vcost %" PRIu64 " unmodelled %" PRIu64,
+            head, c->c[C_INSN], c->c[C_VOP], c->c[C_VMEM], c->c[C_VCFG], c->c[C_VCOST],
+            c->c[C_UNMOD]);
 }
 
 static void at_exit(qemu_plugin_id_t id, void *p)
@@ -136,7 +345,7 @@ static void at_exit(qemu_plugin_id_t id, void *p)
     FILE *f = g_out[0] ? fopen(g_out, "w") : open_memstream(&buf, &len);
     if (!f)
         return;
-    fprintf(f, "kope-icount 1\n");
+    fprintf(f, "kope-icount 2\n");
     for (unsigned i = 0; i < g_n_regions; i++) {
         char head[32];
         snprintf(head, sizeof head, "region %u", i);
@@ -161,6 +370,17 @@ static int set_arg(char *dst, size_t cap, const char *val)
     return 0;
 }
 
+/* A power of two from 32 to 65536 (VLEN and DLEN always are). */
+static int set_bits(unsigned *dst, const char *val)
+{
+    char *end;
+    unsigned long v = strtoul(val, &end, 10);
+    if (*end || v < 32 || v > 65536 || (v & (v - 1)))
+        return -1;
+    *dst = (unsigned)v;
+    return 0;
+}
+
 QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
                                            int argc, char **argv)
 {
@@ -173,6 +393,10 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
             bad = set_arg(g_begin, sizeof g_begin, argv[i] + 6);
         else if (strncmp(argv[i], "end=", 4) == 0)
             bad = set_arg(g_end, sizeof g_end, argv[i] + 4);
+        else if (strncmp(argv[i], "vlen=", 5) == 0)
+            bad = set_bits(&g_vlen, argv[i] + 5);
+        else if (strncmp(argv[i], "dlen=", 5) == 0)
+            bad = set_bits(&g_dlen, argv[i] + 5);
         else
             bad = -1;
         if (bad) {
@@ -180,6 +404,12 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
             return -1;
         }
     }
+    if (!g_vlen != !g_dlen || g_dlen > g_vlen) {
+        fprintf(stderr, "kope-icount: give vlen= and dlen= together, with dlen <= vlen\n");
+        return -1;
+    }
+    if (g_vlen)
+        g_ratio = g_vlen / g_dlen;
     qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans);
     qemu_plugin_register_atexit_cb(id, at_exit, NULL);
     return 0;
