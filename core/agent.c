@@ -256,7 +256,8 @@ static void progress(struct run *r, size_t ti, size_t nt, const char *name, int 
         return;
     char res[200];
     if (vd->pass && vd->baseline[0])
-        snprintf(res, sizeof res, "pass %.2fx vs %s%s", vd->speedup, vd->baseline, vd->m.emulated ? " (icount)" : "");
+        snprintf(res, sizeof res, "pass %.2fx vs %s%s%s%s", vd->speedup, vd->baseline,
+                 vd->m.emulated ? " (" : "", vd->m.emulated ? vd->m.ratio_metric : "", vd->m.emulated ? ")" : "");
     else if (vd->pass)
         snprintf(res, sizeof res, "pass");
     else

@@ -348,6 +348,10 @@ static int record(struct run *r, const uint8_t task[32], int trial, const struct
         if (vd->m.ratio_metric[0])
             cJSON_AddStringToObject(ob, "metric", vd->m.ratio_metric);
         cJSON_AddNumberToObject(ob, "median_ns", vd->m.median_ns);
+        if (vd->m.flops > 0) /* nominal work of the shape: the report's roofline */
+            cJSON_AddNumberToObject(ob, "flops", vd->m.flops);
+        if (vd->m.bytes > 0)
+            cJSON_AddNumberToObject(ob, "bytes", vd->m.bytes);
         cJSON_AddNumberToObject(ob, "score", vd->score);
     }
     if ((rc = graph_outcome_add(r->g, task, dec_id, r->target, ob, out_id)))

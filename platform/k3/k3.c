@@ -403,6 +403,16 @@ static int cpuinfo_is_riscv(void)
     return yes;
 }
 
+/* Ops where a BLAS routine computes exactly the task (embed/blas.c says
+ * which routine and where a copy is part of its work): the matmul family,
+ * axpy, scale, add, l2norm. Where not, OpenBLAS is not linked and its
+ * baseline is absent. */
+static int blas_peer_op(enum plat_op op)
+{
+    return op == PLAT_OP_GEMM || op == PLAT_OP_GEMM_NT || op == PLAT_OP_GEMV || op == PLAT_OP_AXPY ||
+           op == PLAT_OP_SCALE || op == PLAT_OP_ADD || op == PLAT_OP_L2NORM;
+}
+
 /* The VLEN the emulator runs with: its vlen= option, else qemu's default 128. */
 static int runner_vlen(const struct k3 *k)
 {
@@ -512,7 +522,8 @@ static int k3_describe(struct platform *p, struct plat_desc *out)
              k->emulated ? "emulated (qemu-user): correctness and instruction counts only, "
                            "times are not speeds"
                          : "native riscv64",
-             k->blas_dir[0] ? "; OpenBLAS baseline for matmul" : "; no OpenBLAS baseline found",
+             k->blas_dir[0] ? "; OpenBLAS baseline for gemm, gemm_nt, gemv, axpy, scale, add, l2norm"
+                            : "; no OpenBLAS baseline found",
              k->plugin[0] ? "; icount plugin loaded" : "");
     return 0;
 }
@@ -791,9 +802,9 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
     cmd_split(&c, "-static -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc");
     cmd_arg(&c, "%s/harness.o", k->rt);
     cmd_arg(&c, "%s/ref.o", k->rt);
-    /* OpenBLAS is linked only where it is a baseline (the matmul family):
+    /* OpenBLAS is linked only where it is a baseline (blas_peer_op):
      * scanning the static archive is a third of the link time */
-    int blas = k->blas_dir[0] && t->family == PLAT_FAM_MATMUL;
+    int blas = k->blas_dir[0] && blas_peer_op(t->op);
     cmd_arg(&c, "%s/%s", k->rt, blas ? "blas.o" : "blas_none.o");
     cmd_arg(&c, "%s/base_scalar_%d.o", k->rt, (int)t->op);
     cmd_arg(&c, "%s/base_autovec_%d.o", k->rt, (int)t->op);
@@ -1067,12 +1078,18 @@ out:
 }
 
 /* The k3 claim of a passing outcome: its ratio against the claimed same-run
- * baseline ("speedup": autovec-O3 when measured; under emulation an
- * instruction-count ratio, never time). One number per outcome, so every
- * caller of the graph's best (run, context, report, export) agrees. */
+ * baseline ("speedup": autovec-O3 when measured; natively by time, under
+ * emulation by the vector-cost model, never time). One number per outcome,
+ * so every caller of the graph's best (run, context, report, export) agrees.
+ * An emulated outcome counted without vcost (recorded before the model
+ * existed, or unmodelled: a register-form vsetvl) holds an icount ratio,
+ * which makes LMUL free; it ranks below every vcost claim (x 1e-6) and
+ * only among its kind, so the tuner never keeps it over a modelled point. */
 static double k3_rank(const struct plat_outcome *o)
 {
-    return o->num(o->ctx, "speedup", 0);
+    double sp = o->num(o->ctx, "speedup", 0);
+    int icount_only = o->num(o->ctx, "vcost", 0) <= 0 && o->num(o->ctx, "icount", 0) > 0;
+    return icount_only ? sp * 1e-6 : sp;
 }
 
 const struct platform_ops plat_k3_ops = {
