@@ -321,7 +321,9 @@ static void test_seed_is_first_trial(void **state)
     const char *k = kope_bin();
     write_text("my_silu.c", seed_silu);
     assert_int_equal(sh("%s --db seed.db run --task silu-4864 --seed my_silu.c --offline --budget 1", k), 0);
-    assert_non_null(strstr(out, "trial 1/1 user: pass"));
+    assert_non_null(strstr(out, "trial 1/1 my_silu.c: pass"));
+    assert_int_equal(sh("%s --db seed.db graph log silu-4864", k), 0);
+    assert_non_null(strstr(out, "[user,seed]"));
     /* with only the seed in, it is the task's best */
     assert_int_equal(sh("(%s --db seed.db kernel show silu-4864 2>/dev/null)", k), 0);
     assert_non_null(strstr(out, "a user's plain C silu"));
@@ -330,8 +332,8 @@ static void test_seed_is_first_trial(void **state)
     /* the next run does not re-measure it: the tuner proposes, and its
      * vector kernel beats the scalar seed, so it becomes the best */
     assert_int_equal(sh("%s --db seed.db run --task silu-4864 --seed my_silu.c --offline --budget 1 --fresh", k), 0);
-    assert_null(strstr(out, "user: pass"));
-    assert_non_null(strstr(out, "tuner"));
+    assert_null(strstr(out, "my_silu.c: pass"));
+    assert_non_null(strstr(out, "seed my_silu.c already verified"));
     assert_int_equal(sh("(%s --db seed.db kernel show silu-4864 2>/dev/null)", k), 0);
     assert_null(strstr(out, "a user's plain C silu"));
     assert_non_null(strstr(out, "#define OP OP_SILU"));
@@ -349,7 +351,7 @@ static void test_seed_screened_like_any_candidate(void **state)
                              "                 const struct kope_scalars *s) { (void)s; puts(\"hi\");\n"
                              "  for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i]; }\n");
     assert_int_equal(sh("%s --db scr.db run --task add-res-896 --seed bad_seed.c --offline --budget 2", k), 0);
-    assert_non_null(strstr(out, "trial 1/2 user: screen_rejected"));
+    assert_non_null(strstr(out, "trial 1/2 bad_seed.c: screen_rejected"));
     assert_non_null(strstr(out, "passed 1/1"));
 }
 
@@ -378,7 +380,7 @@ static void test_seed_bad_input_records_nothing(void **state)
     assert_non_null(strstr(out, "task 'my-silu': seed: cannot use 'suite/seeds/nope.c'"));
     assert_int_equal(n_records("suite.db"), 0);
     assert_int_equal(sh("%s --db suite.db run --suite suite/ok.json --offline --budget 2", k), 0);
-    assert_non_null(strstr(out, "trial 1/2 user: pass"));
+    assert_non_null(strstr(out, "trial 1/2 seeds/s.c: pass"));
     assert_non_null(strstr(out, "trial 2/2"));
 }
 
