@@ -268,6 +268,9 @@ struct plat_verify {
     struct plat_case cases[PLAT_MAX_CASES];
     double max_abs, max_rel, norm_err; /* worst over cases */
     double wall_ms;           /* wall time of the whole verify run */
+    int reduced_shape;        /* the task case was cut below the task's shape (the
+                                 emulation work cap): "verified at reduced shape",
+                                 never a task's best (outcome body "reduced_shape") */
 };
 
 /* A same-run baseline and the candidate's speed against it. */
