@@ -981,7 +981,8 @@ static int harness_run(struct platform *p, const struct plat_task *t, const stru
         .fsize_bytes = (uint64_t)64 << 20,
         .output_cap = s->output_cap_bytes ? s->output_cap_bytes : K3_OUTPUT_CAP,
         .out = h->out, .out_len = sizeof h->out,
-        .fd3 = rfd, .flags = PROC_ISOLATE, .rw_dir = dir,
+        .fd3 = rfd, .flags = (s->flags & PLAT_SET_UNSAFE_NO_ISOLATION) ? 0u : PROC_ISOLATE,
+        .rw_dir = dir,
         .ro_paths = {k->plugin[0] && strcmp(mode, "measure") == 0 ? k->plugin : NULL},
     };
     int rc = proc_run(&r, &h->res, p->err, sizeof p->err);
