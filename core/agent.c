@@ -436,6 +436,10 @@ int agent_record_trial(struct run *r, const uint8_t task[32], int trial, const s
         if (vd->m.ratio_metric[0])
             cJSON_AddStringToObject(ob, "metric", vd->m.ratio_metric);
         cJSON_AddNumberToObject(ob, "median_ns", vd->m.median_ns);
+        if (vd->m.flops > 0) /* nominal work of the shape: the report's roofline */
+            cJSON_AddNumberToObject(ob, "flops", vd->m.flops);
+        if (vd->m.bytes > 0)
+            cJSON_AddNumberToObject(ob, "bytes", vd->m.bytes);
         cJSON_AddNumberToObject(ob, "score", vd->score);
     }
     if ((rc = graph_outcome_add(r->g, task, dec_id, r->target, ob, out_id)))
@@ -833,7 +837,8 @@ static void progress(struct run *r, size_t ti, size_t nt, const char *name, int 
         return;
     char res[200];
     if (vd->pass && vd->baseline[0])
-        snprintf(res, sizeof res, "pass %.2fx vs %s%s", vd->speedup, vd->baseline, vd->m.emulated ? " (icount)" : "");
+        snprintf(res, sizeof res, "pass %.2fx vs %s%s%s%s", vd->speedup, vd->baseline,
+                 vd->m.emulated ? " (" : "", vd->m.emulated ? vd->m.ratio_metric : "", vd->m.emulated ? ")" : "");
     else if (vd->pass)
         snprintf(res, sizeof res, "pass");
     else

@@ -1,6 +1,6 @@
 /*
- * core/agent.h - the agent loop behind `kope run` (DESIGN.md "Data flow of
- * one task").
+ * core/agent.h - the agent loop behind `kope run` (docs/AGENT.md "One
+ * task").
  *
  * For each task of a suite: find or add its task record, then trial after
  * trial within the budget (trials per task, LLM tokens per run, wall time):

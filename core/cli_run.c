@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/agent.h"
+#include "core/bestpeer.h"
 #include "core/cli.h"
 #include "core/config.h"
 #include "core/context.h"
@@ -81,13 +82,62 @@ static int load_llm(struct cli *c, struct llm_settings *ls, int *have)
     return CLI_OK;
 }
 
-static void print_table(const struct agent_summary *s, FILE *f)
+/* The best peer of a result (its strongest same-run baseline): index into
+ * r->ratios, or -1. */
+static int result_best_peer(const struct agent_result *r)
 {
-    fprintf(f, "\n%-28s %-6s %-6s %-34s %-44s %s\n", "task", "passed", "trials", "best (decision path)",
-            "ratio vs baselines (* = emulated, by icount)", "tokens");
+    double v[PLAT_MAX_BASELINES];
+    for (int k = 0; k < r->n_ratios; k++)
+        v[k] = r->ratios[k].ratio;
+    return bestpeer_pick(v, r->n_ratios);
+}
+
+/* The run's closing figures: per family, the geometric mean of the best
+ * kernel's ratio against its best peer, and how many tasks are at least
+ * the best peer. */
+static void print_family_geomeans(const struct agent_summary *s, FILE *f)
+{
+    const char *fams[PLAT_FAM_COUNT + 8];
+    struct geomean gm[PLAT_FAM_COUNT + 8] = {{0}}, all = {0};
+    int nf = 0, emulated = 0;
     for (size_t i = 0; i < s->n; i++) {
         const struct agent_result *r = &s->res[i];
-        char ratios[160] = "", best[40] = "-";
+        int b = r->passed ? result_best_peer(r) : -1;
+        if (b < 0)
+            continue;
+        int k = 0;
+        while (k < nf && strcmp(fams[k], r->family))
+            k++;
+        if (k == nf) {
+            if (nf == (int)(sizeof fams / sizeof fams[0]))
+                continue;
+            fams[nf++] = r->family;
+        }
+        geomean_add(&gm[k], r->ratios[b].ratio);
+        geomean_add(&all, r->ratios[b].ratio);
+        emulated |= r->emulated;
+    }
+    if (!all.n)
+        return;
+    fprintf(f, "geomean vs best peer%s:", emulated ? " (* emulated: by the vector-cost model)" : "");
+    for (int k = 0; k < nf; k++)
+        fprintf(f, " %s %.2fx%s (%d/%d >= 1)%s", fams[k], geomean_value(&gm[k]), emulated ? "*" : "",
+                gm[k].at_least_1, gm[k].n, k + 1 < nf ? ";" : "");
+    fprintf(f, "; all %.2fx%s (%d/%d tasks >= 1)\n", geomean_value(&all), emulated ? "*" : "",
+            all.at_least_1, all.n);
+}
+
+static void print_table(const struct agent_summary *s, FILE *f)
+{
+    fprintf(f, "\n%-28s %-6s %-6s %-34s %-22s %-44s %s\n", "task", "passed", "trials", "best (decision path)",
+            "vs best peer", "ratio vs baselines (* = emulated: vcost)", "tokens");
+    for (size_t i = 0; i < s->n; i++) {
+        const struct agent_result *r = &s->res[i];
+        char ratios[160] = "", best[40] = "-", peer[64] = "-";
+        int bp = r->passed ? result_best_peer(r) : -1;
+        if (bp >= 0)
+            snprintf(peer, sizeof peer, "%.2fx%s %s", r->ratios[bp].ratio, r->emulated ? "*" : "",
+                     r->ratios[bp].name);
         size_t off = 0;
         for (int k = 0; k < r->n_ratios && off < sizeof ratios - 40; k++)
             off += (size_t)snprintf(ratios + off, sizeof ratios - off, "%s%s %.2fx%s", k ? ", " : "",
@@ -96,11 +146,12 @@ static void print_table(const struct agent_summary *s, FILE *f)
             snprintf(ratios, sizeof ratios, r->passed ? "(no ratio claimed)" : "-");
         if (r->passed)
             snprintf(best, sizeof best, "%.34s", r->best_label);
-        fprintf(f, "%-28s %-6s %-6d %-34s %-44s %ld\n", r->name, r->passed ? "yes" : "NO", r->trials, best,
-                ratios, r->tokens);
+        fprintf(f, "%-28s %-6s %-6d %-34s %-22s %-44s %ld\n", r->name, r->passed ? "yes" : "NO", r->trials,
+                best, peer, ratios, r->tokens);
         if (r->passed)
             fprintf(f, "%-28s   path %s\n", "", r->best_path);
     }
+    print_family_geomeans(s, f);
     fprintf(f, "run %lld%s: %.1f s, %ld LLM tokens, %ld LLM calls, %ld queued%s%s\n", (long long)s->run,
             s->resumed ? " (resumed)" : "", s->wall_s, s->tokens, s->llm_calls, s->queued,
             s->stop_reason[0] ? "; stopped: " : "", s->stop_reason);

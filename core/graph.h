@@ -1,6 +1,6 @@
 /*
  * core/graph.h - the experience graph: immutable, content-addressed,
- * hash-chained, signed records (DESIGN.md "Experience records").
+ * hash-chained, signed records (docs/RECORDS.md).
  *
  * A record's canonical JSON (core/canon.h) is
  *   {"body":{..},"kind":K,"origin":HEX,"parents":[HEX..],"prev":HEX|null,

@@ -184,7 +184,7 @@ struct region {
     unsigned char *lo, *hi;
     int kind;
 };
-#define MAX_REGIONS 16
+#define MAX_REGIONS 256 /* every case of a verify run is mapped at once */
 static struct region g_regions[MAX_REGIONS];
 static int g_n_regions;
 
@@ -553,6 +553,18 @@ static float *g_master[4];
 static struct h_args g_args;  /* over the shared buffers: what the kernel gets */
 static struct h_args g_mref;  /* over the master copies: what the reference reads */
 static double *g_ref;         /* mmap'd: unmapped before every fork */
+
+/* Verification maps every case's operands before it forks the one kernel
+ * process that runs them all (a fork per case costs more than the cases):
+ * one set per case, swapped into the globals above by set_select. */
+struct opset {
+    struct gbuf in[4], out;
+    float *master[4];
+    struct h_args args, mref;
+};
+#define MAX_SETS 20
+static struct opset g_sets[MAX_SETS];
+static int g_n_sets;
 static size_t g_ref_bytes;
 static float g_params_alpha;
 
@@ -665,9 +677,40 @@ static void operands_fill(const struct hcase *c, int variant)
     inputs_publish();
 }
 
-static int operands_setup(const struct hcase *c)
+static void set_select(int i)
 {
-    operands_free();
+    struct opset *o = &g_sets[i];
+    memcpy(g_in, o->in, sizeof g_in);
+    g_out = o->out;
+    memcpy(g_master, o->master, sizeof g_master);
+    g_args = o->args;
+    g_mref = o->mref;
+}
+
+static void set_save(int i)
+{
+    struct opset *o = &g_sets[i];
+    memcpy(o->in, g_in, sizeof g_in);
+    o->out = g_out;
+    memcpy(o->master, g_master, sizeof g_master);
+    o->args = g_args;
+    o->mref = g_mref;
+}
+
+/* Map the operands of case c into the globals; keep_old: the previous
+ * globals stay mapped (saved in a set) instead of being freed. */
+static int operands_setup_k(const struct hcase *c, int keep_old);
+static int operands_setup(const struct hcase *c) { return operands_setup_k(c, 0); }
+static int operands_setup_k(const struct hcase *c, int keep_old)
+{
+    if (!keep_old)
+        operands_free();
+    else {
+        memset(g_in, 0, sizeof g_in);
+        memset(&g_out, 0, sizeof g_out);
+        memset(g_master, 0, sizeof g_master);
+        ref_drop();
+    }
     struct h_args *a = &g_args;
     memset(a, 0, sizeof *a);
     a->op = g_op;
@@ -806,10 +849,12 @@ static void t_blas(void) { h_blas_run(&g_args); }
  * the same way. */
 enum { CMD_CALL = 1, CMD_COUNT, CMD_QUIT };
 struct cmd_msg {
-    int32_t kind, count, region, pad;
+    int32_t kind, count, region, set; /* set: operand set to use, -1 = the current one */
     float alpha; /* the scalars change with every refill of the inputs */
     float pad2[3];
 };
+
+static int g_cur_set = -1; /* verify: the set the judge selected for the next command */
 
 struct kproc {
     pid_t pid;
@@ -818,7 +863,12 @@ struct kproc {
 };
 
 /* Stack below sp is where a kernel could keep a counter that survives calls
- * in one process: cleared before every command. */
+ * in one process: cleared before every command of the candidate's process
+ * when timing is claimed (natively). Under emulation no time is claimed and
+ * every call whose result or cost counts is checked (the counted one in a
+ * fresh process), so the 256 KiB memset, ~1 ms per command under qemu, is
+ * skipped there. */
+static int g_scrub;
 static __attribute__((noinline)) void stack_scrub(void)
 {
     volatile unsigned char pad[256 * 1024];
@@ -833,6 +883,9 @@ static void kproc_main(struct kproc *k, int cmd_rd, int done_wr)
     g_report = -1;
     for (int i = 0; i < 4; i++)
         gbuf_protect(&g_in[i], 1);
+    for (int s = 0; s < g_n_sets; s++)
+        for (int i = 0; i < 4; i++)
+            gbuf_protect(&g_sets[s].in[i], 1);
     if (k->fn == call_candidate)
         seccomp_install(); /* natively; under qemu-user it is refused */
     for (;;) {
@@ -840,7 +893,10 @@ static void kproc_main(struct kproc *k, int cmd_rd, int done_wr)
         ssize_t r = read(cmd_rd, &m, sizeof m);
         if (r != (ssize_t)sizeof m || m.kind == CMD_QUIT)
             _exit(0);
-        stack_scrub();
+        if (g_scrub)
+            stack_scrub();
+        if (m.set >= 0 && m.set < g_n_sets)
+            g_args = g_sets[m.set].args;
         g_args.alpha = m.alpha;
         if (m.kind == CMD_COUNT) {
             kope_icount_begin(m.region);
@@ -904,7 +960,7 @@ static void kproc_died(struct kproc *k)
 static double now_ns(void);
 static double kproc_cmd(struct kproc *k, int kind, int count, int region)
 {
-    struct cmd_msg m = {kind, count, region, 0, g_args.alpha, {0, 0, 0}};
+    struct cmd_msg m = {kind, count, region, g_cur_set, g_args.alpha, {0, 0, 0}};
     double t0 = now_ns();
     if (write(k->cmd_fd, &m, sizeof m) != (ssize_t)sizeof m)
         kproc_died(k);
@@ -922,7 +978,7 @@ static void kproc_stop(struct kproc *k)
 {
     if (k->pid <= 0)
         return;
-    struct cmd_msg m = {CMD_QUIT, 0, 0, 0, 0, {0, 0, 0}};
+    struct cmd_msg m = {CMD_QUIT, 0, 0, -1, 0, {0, 0, 0}};
     ssize_t w = write(k->cmd_fd, &m, sizeof m);
     (void)w;
     close(k->cmd_fd);
@@ -1121,20 +1177,37 @@ static void flush_caches(void)
  * against the reference of the current inputs (the judge computed it after
  * this kernel process was forked). */
 static int time_fn(const char *name, void (*fn)(void), int min_ms, int max_rep, int flags,
-                   const struct hcase *c)
+                   const struct hcase *c, int count_region)
 {
     static double samples[MAX_SAMPLES];
     int quick = (flags & H_FLAG_QUICK) != 0, cand = fn == call_candidate;
+    g_scrub = cand && !quick;
     int warm = quick ? 1 : 2, number = 1, min_reps = quick ? 3 : 6;
     struct kproc k;
     kproc_start(&k, fn);
     if (cand) {
         perf_open(k.pid);
         /* the reference of these inputs, computed after the fork */
-        if (!checked_call(&k, "timed-first", c, 0, 0)) {
+        if (!checked_call(&k, "pre-timing", c, 0, 0)) {
             kproc_stop(&k);
             return 0;
         }
+    } else {
+        /* a baseline's cost counts only if it computes the task's op: one
+         * call on the task's inputs, checked against the reference with the
+         * candidate's tolerances; a wrong one is reported and not timed (no
+         * time line, no icount region), so no ratio is made against it */
+        struct check ck;
+        out_poison();
+        kproc_cmd(&k, CMD_CALL, 1, 0);
+        ref_compute();
+        check_output(g_rtol, g_atol, &ck);
+        if (strcmp(ck.reason, "none") != 0) {
+            report("method checked %s=%s max_rel=%.3g: not timed\n", name, ck.reason, ck.max_rel);
+            kproc_stop(&k);
+            return 0;
+        }
+        report("method checked %s=ok\n", name);
     }
     kproc_cmd(&k, CMD_CALL, warm, 0);
     double rt = 0; /* the empty command's round trip */
@@ -1200,6 +1273,12 @@ static int time_fn(const char *name, void (*fn)(void), int min_ms, int max_rep, 
         if (!checked_call(&k, "post-timing", c, 0, 0))
             ok = 0;
     }
+    if (ok && count_region >= 0) {
+        /* a baseline's counted call: trusted code, so in its own timing
+         * process (the candidate's is in a fresh one, counted_fn) */
+        report("icount_region %d %s\n", count_region, name);
+        kproc_cmd(&k, CMD_COUNT, 1, count_region);
+    }
     kproc_stop(&k);
     if (!ok)
         return 0;
@@ -1254,27 +1333,40 @@ static size_t argz(int argc, char **argv, const char *key)
     return (size_t)strtoull(arg(argc, argv, key, "0"), NULL, 10);
 }
 
-/* Verify one case in its own kernel process; the task case is run a second
- * time with new values in the same buffers of the same process (a kernel
- * that caches fails there). */
-static int verify_case(int i, uint64_t seed)
+/* Verify every case in one kernel process, forked once all the cases'
+ * operands are mapped (and before any reference exists); the task case is
+ * run a second time with new values in the same buffers of the same process
+ * (a kernel that caches fails there). */
+static void verify_all(uint64_t seed)
 {
-    struct hcase *c = &g_cases[i];
-    if (operands_setup(c))
-        fail_exit("harness", 0, "cannot map operand buffers (memory limit?)");
-    g_rng = seed ? seed : 1;
-    operands_fill(c, i);
+    g_n_sets = 0;
+    for (int i = 0; i < g_n_cases && i < MAX_SETS; i++) {
+        if (operands_setup_k(&g_cases[i], 1))
+            fail_exit("harness", 0, "cannot map operand buffers (memory limit?)");
+        g_rng = seed + 7919u * (uint64_t)i;
+        if (!g_rng)
+            g_rng = 1;
+        operands_fill(&g_cases[i], i);
+        set_save(i);
+        g_n_sets++;
+    }
     struct kproc k;
     kproc_start(&k, call_candidate);
-    int ok = checked_call(&k, c->label, c, 0, 0);
-    if (i == 0 && ok) {
-        g_rng = seed ^ 0x9e3779b97f4a7c15ull;
-        operands_fill(c, 1);
-        if (!checked_call(&k, "task-reseeded", c, 0, 0))
-            report("fail stateful 0 result changed only when the inputs were reseeded in place\n");
+    for (int i = 0; i < g_n_sets; i++) {
+        struct hcase *c = &g_cases[i];
+        set_select(i);
+        g_cur_set = i;
+        int ok = checked_call(&k, c->label, c, 0, 0);
+        if (i == 0 && ok) {
+            g_rng = (seed + 0) ^ 0x9e3779b97f4a7c15ull;
+            operands_fill(c, 1);
+            set_save(0);
+            if (!checked_call(&k, "task-reseeded", c, 0, 0))
+                report("fail stateful 0 result changed only when the inputs were reseeded in place\n");
+        }
     }
+    g_cur_set = -1;
     kproc_stop(&k);
-    return ok;
 }
 
 int main(int argc, char **argv)
@@ -1369,8 +1461,7 @@ int main(int argc, char **argv)
     if (strcmp(mode, "verify") == 0) {
         case_add(task.label, task.n, task.rows, task.cols, task.m, task.k, task.batch);
         cases_awkward(v1, v8);
-        for (int i = 0; i < g_n_cases; i++)
-            verify_case(i, seed + 7919u * (uint64_t)i);
+        verify_all(seed);
         report("done\n");
         return 0;
     }
@@ -1397,29 +1488,26 @@ int main(int argc, char **argv)
         fail_exit("harness", 0, "cannot map operand buffers (memory limit?)");
     g_rng = seed * 31 + 1;
     operands_fill(&task, 0);
-    {
-        /* pre-timing: a fresh kernel process, fresh inputs */
-        struct kproc k;
-        kproc_start(&k, call_candidate);
-        int ok = checked_call(&k, "pre-timing", &task, 0, 0);
-        kproc_stop(&k);
-        if (!ok) {
-            report("done\n");
-            return 0;
-        }
-    }
     /* kernel processes run with seccomp natively; say so once */
     report("method seccomp(kernel process)=%s\n", seccomp_probe());
-    g_rng = seed * 31 + 3;
-    operands_fill(&task, 0);
-    if (!time_fn("candidate", call_candidate, min_ms, max_rep, flags, &task)) {
+    /* the candidate: checked with fresh inputs ("pre-timing"), timed with
+     * every sample checked, reseeded in place and checked ("post-timing"),
+     * all in one kernel process */
+    if (!time_fn("candidate", call_candidate, min_ms, max_rep, flags, &task, -1)) {
         report("done\n");
         return 0;
     }
     report("method cycles=%s\n", g_perf_fd >= 0 ? "perf_event_open(user, kernel process)" : "unavailable");
-    int nb = 0;
+    /* counted calls, in the icount plugin's block order: the candidate's in
+     * a fresh kernel process with fresh inputs (checked), then each
+     * baseline's at the end of its own timing process */
+    if (!counted_fn("candidate", call_candidate, 0, &task, seed * 31 + 5)) {
+        report("done\n");
+        return 0;
+    }
     void (*bfn[3])(void) = {t_scalar, t_autovec, t_blas};
     const char *bname[3] = {"scalar-O2", "autovec-O3", "openblas"};
+    int n_timed = 1;
     if (!(flags & H_FLAG_NO_BASELINES)) {
         for (int b = 0; b < 3; b++) {
             if (b == 2 && !h_blas_available(g_op)) {
@@ -1428,19 +1516,11 @@ int main(int argc, char **argv)
                            v1 * 32);
                 continue;
             }
-            time_fn(bname[b], bfn[b], min_ms, max_rep, flags, &task);
-            nb = b + 1;
+            /* regions number the time lines: the candidate is 0 */
+            if (time_fn(bname[b], bfn[b], min_ms, max_rep, flags, &task, n_timed))
+                n_timed++;
         }
     }
-    /* counted calls (the icount plugin's regions, in this order): each in a
-     * fresh kernel process with fresh inputs; the candidate's is checked */
-    if (!counted_fn("candidate", call_candidate, 0, &task, seed * 31 + 5)) {
-        report("done\n");
-        return 0;
-    }
-    for (int b = 0; b < nb; b++)
-        if (b < 2 || h_blas_available(g_op))
-            counted_fn(bname[b], bfn[b], b + 1, &task, seed * 31 + 7 + (uint64_t)b);
     report("done\n");
     return 0;
 }
