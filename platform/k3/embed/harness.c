@@ -936,6 +936,21 @@ static void kproc_start(struct kproc *k, void (*fn)(void))
     k->done_fd = d[0];
 }
 
+/* After a kernel process has ended: as PID 1 of its PID namespace (kope's
+ * isolated runs), the judge kills whatever that process started (a raw
+ * clone that would outlive it, e.g. to rewrite the icount file after the
+ * plugin appended to it) and reaps the orphans. kill(-1) from PID 1 reaches
+ * every other process of the namespace and nothing outside it; outside a
+ * namespace it would reach all of the user's processes, hence the test. */
+static void kproc_sweep(void)
+{
+    if (getpid() != 1)
+        return;
+    kill(-1, SIGKILL);
+    while (waitpid(-1, NULL, WNOHANG) > 0)
+        ;
+}
+
 /* The kernel process ended during a command: report why (its status page
  * names a reason from the table; a signal or a plain exit is a crash). */
 static void kproc_died(struct kproc *k)
@@ -944,6 +959,7 @@ static void kproc_died(struct kproc *k)
     while (waitpid(k->pid, &st, 0) < 0 && errno == EINTR)
         ;
     k->pid = -1;
+    kproc_sweep();
     int code = g_kstat->code, sig = g_kstat->sig;
     char d[128];
     if (WIFEXITED(st) && WEXITSTATUS(st) == H_EXIT_FAIL && code > 0 && code < K_COUNT)
@@ -987,6 +1003,7 @@ static void kproc_stop(struct kproc *k)
     while (waitpid(k->pid, &st, 0) < 0 && errno == EINTR)
         ;
     k->pid = -1;
+    kproc_sweep();
 }
 
 /* ---------------------------------------------------------------- check --- */
