@@ -308,6 +308,14 @@ static void child_exec(const struct proc_spec *r, int out_fd, int note_fd)
         dup2(devnull, 0);
         close(devnull);
     }
+    /* the output and note pipes away from 0..3 first, so that placing the
+     * report on fd 3 cannot clobber one of them (the copies are CLOEXEC) */
+    if (out_fd <= 3)
+        out_fd = fcntl(out_fd, F_DUPFD_CLOEXEC, 10);
+    if (note_fd >= 0 && note_fd <= 3)
+        note_fd = fcntl(note_fd, F_DUPFD_CLOEXEC, 10);
+    if (out_fd < 0)
+        _exit(127);
     if (r->fd3 > 2) {
         if (r->fd3 != 3) {
             dup2(r->fd3, 3); /* dup2 clears FD_CLOEXEC on the copy */
@@ -318,8 +326,7 @@ static void child_exec(const struct proc_spec *r, int out_fd, int note_fd)
     }
     dup2(out_fd, 1);
     dup2(out_fd, 2);
-    if (out_fd > 3)
-        close(out_fd);
+    close(out_fd);
     set_limit(RLIMIT_CORE, 0);
     if (r->cpu_s > 0)
         set_limit(RLIMIT_CPU, (uint64_t)r->cpu_s);

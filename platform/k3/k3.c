@@ -548,13 +548,8 @@ static int k3_describe(struct platform *p, struct plat_desc *out)
     snprintf(out->cc, sizeof out->cc, "%.150s %.100s", k->cc, k->cflags);
     snprintf(out->runner, sizeof out->runner, "%.250s", k->runner);
     char vm[PLAT_DETAIL_MAX];
-<<<<<<< HEAD
-    snprintf(vm, sizeof vm, "native riscv64 in a virtual machine: not a speed (%.150s)", k->vm_why);
-    snprintf(out->note, sizeof out->note, "%.120s%s%s",
-=======
     snprintf(vm, sizeof vm, "native riscv64 in a virtual machine: not a speed (%.100s)", k->vm_why);
     snprintf(out->note, sizeof out->note, "%.150s%.80s%.25s",
->>>>>>> main
              k->vm ? vm
              : k->emulated ? "emulated (qemu-user): correctness and instruction counts only, "
                              "times are not speeds"
