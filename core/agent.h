@@ -64,6 +64,11 @@ struct agent_opts {
     int offline;                /* never call the LLM */
     int no_memory;              /* the tuner ignores the graph (ablation) */
     int fresh;                  /* start a new run even if one is open */
+    int remeasure;              /* measure again points the graph already holds verified
+                                   (same task, target, toolchain, source); default: never */
+    const char *seed_src;       /* a user's kernel, the first proposal of each task; NULL = none */
+    size_t seed_len;
+    const char *seed_name;      /* its label in records ("seed" when NULL) */
     int ctx_mode;               /* enum ctx_mode (core/context.h) */
     size_t ctx_budget;          /* prompt tokens; 0 = context default */
     const struct plat_settings *plat; /* NULL = defaults */

@@ -498,8 +498,8 @@ static char op_kind(enum plat_op op)
 /* Per family: the signature's parameters and the call's arguments. */
 static const char *const fam_params[PLAT_FAM_COUNT] = {
     "size_t n, const float *x, const float *y, float *out, const struct kope_scalars *s",
-    "size_t rows, size_t cols, const float *x, float *out, const float *gamma, const float *beta,\n"
-    "    const struct kope_scalars *s",
+    ("size_t rows, size_t cols, const float *x, float *out, const float *gamma, const float *beta,\n"
+     "    const struct kope_scalars *s"),
     "size_t rows, size_t cols, const float *x, void *out",
     "size_t batch, size_t m, size_t n, size_t k, const float *a, const float *b, float *c",
 };

@@ -163,13 +163,13 @@ int cli_run(struct cli *c, int argc, char **argv)
     if (cli_wants_help(argc, argv)) {
         printf("usage: kope run [--suite FILE] [--task NAME] [--budget N] [--offline]\n"
                "                [--platform k3|ascend] [--tokens N] [--time-limit S] [--fresh]\n"
-               "                [--no-memory] [--context active|passive]\n"
+               "                [--no-memory] [--remeasure] [--context active|passive]\n"
                "\n"
                "Optimizes every task of a suite (default: the embedded k3-core): per task,\n"
                "trial after trial, a proposer writes a kernel - the offline tuner over the\n"
                "k3 templates (first trial: the safe default, then what won on similar tasks,\n"
                "then a search), or the LLM when one is configured, starting from the\n"
-               "tuner's best - and kope screens, compiles, verifies and measures it and\n"
+               "task's best in the graph (any run's) - and kope screens, compiles, verifies and measures it and\n"
                "records the decision and its outcome in the experience graph.\n"
                "\n"
                "  --budget N       trials per task (default %d)\n"
@@ -177,6 +177,8 @@ int cli_run(struct cli *c, int argc, char **argv)
                "  --time-limit S   stop after S seconds of wall time (resume later)\n"
                "  --offline        never call the LLM (the tuner proposes)\n"
                "  --no-memory      the tuner ignores the graph's past winners\n"
+               "  --remeasure      measure again points the graph already holds verified\n"
+               "                   (default: a re-run spends its budget on new points)\n"
                "  --fresh          start a new run even if an interrupted one exists\n"
                "  --context MODE   prompt building: active (default) or passive\n"
                "\n"
@@ -228,6 +230,8 @@ int cli_run(struct cli *c, int argc, char **argv)
             o.no_memory = 1;
         else if (strcmp(argv[i], "--fresh") == 0)
             o.fresh = 1;
+        else if (strcmp(argv[i], "--remeasure") == 0)
+            o.remeasure = 1;
         else {
             fprintf(stderr, "kope run: unexpected argument '%s' (see kope run --help)\n", argv[i]);
             return CLI_USAGE;

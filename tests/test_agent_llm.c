@@ -294,11 +294,24 @@ static void test_queue_kill(void **state)
     int nq = 0;
     push_calls(db, task, 8, qids, &nq);
 
+    /* every reply a different kernel (a numbered comment): a kernel the
+     * graph already holds verified is not measured again, and the kills
+     * must land while replies are measured */
     char *good = good_source();
-    char *body = chat_body("lmul2", good);
-    const struct ts_reply script[] = {{.status = 200, .body = body}};
+    enum { N_REPLIES = 160 };
+    static struct ts_reply script[N_REPLIES];
+    char *bodies[N_REPLIES];
+    for (int i = 0; i < N_REPLIES; i++) {
+        char *src = malloc(strlen(good) + 32);
+        assert_non_null(src);
+        sprintf(src, "/* reply %d */\n%s", i, good);
+        bodies[i] = chat_body("lmul2", src);
+        free(src);
+        script[i].status = 200;
+        script[i].body = bodies[i];
+    }
     struct ts_server srv;
-    assert_int_equal(ts_start(&srv, pki.cert, pki.key, script, 1), 0);
+    assert_int_equal(ts_start(&srv, pki.cert, pki.key, script, N_REPLIES), 0);
     llm_env(srv.port);
     srand((unsigned)time(NULL) ^ (unsigned)getpid());
     /* kill `kope queue flush` at random points until N_KILLS kills have
@@ -362,7 +375,8 @@ static void test_queue_kill(void **state)
     graph_tree_free(&t);
     graph_free(&g);
     store_close(st);
-    free(body);
+    for (int i = 0; i < N_REPLIES; i++)
+        free(bodies[i]);
     free(good);
 }
 
