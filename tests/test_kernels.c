@@ -27,7 +27,7 @@
 static char out[1 << 17];
 
 /* Run a shell command in the test dir; output (both streams) into out. */
-static int sh(const char *fmt, ...)
+__attribute__((format(printf, 1, 2))) static int sh(const char *fmt, ...)
 {
     char cmd[4096];
     va_list ap;
