@@ -307,6 +307,15 @@ static int run_task(struct run *r, const struct task_entry *te, size_t ti, size_
         goto out;
     if ((rc = proposers_for_task(r, t, ps, &nps)))
         goto out;
+    /* a suite task's own seed (core/task.h "seed") comes before them all */
+    if (te->seed && nps < PROPOSERS_MAX) {
+        memmove(ps + 1, ps, nps * sizeof *ps);
+        nps++;
+        if ((rc = proposer_seed_new(te->seed_file, te->seed, te->seed_len, &ps[0]))) {
+            memmove(ps, ps + 1, --nps * sizeof *ps);
+            goto out;
+        }
+    }
     for (;;) {
         history_free(&h);
         if ((rc = history_load(r, res->task_id, &h)))
