@@ -63,6 +63,8 @@ int cli_fleet_trust_load(struct cli *c, struct net_trust **out);
 int cli_run(struct cli *c, int argc, char **argv);     /* core/cli_run.c */
 int cli_queue(struct cli *c, int argc, char **argv);   /* core/cli_run.c */
 int cli_report(struct cli *c, int argc, char **argv);  /* core/cli_report.c */
+int cli_kernel(struct cli *c, int argc, char **argv);  /* core/cli_kernels.c */
+int cli_kernels(struct cli *c, int argc, char **argv); /* core/cli_kernels.c */
 /* Target settings from the config (platform.k3.*), for commands that open a
  * platform (core/cli_k3.c). */
 struct plat_settings;

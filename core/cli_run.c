@@ -13,12 +13,14 @@
 #include <unistd.h>
 
 #include "core/agent.h"
+#include "core/bestpeer.h"
 #include "core/cli.h"
 #include "core/config.h"
 #include "core/context.h"
 #include "core/err.h"
 #include "core/graph.h"
 #include "core/llm_conf.h"
+#include "core/task.h"
 #include "core/util.h"
 #include "net/llm.h"
 #include "store/queue.h"
@@ -81,13 +83,62 @@ static int load_llm(struct cli *c, struct llm_settings *ls, int *have)
     return CLI_OK;
 }
 
-static void print_table(const struct agent_summary *s, FILE *f)
+/* The best peer of a result (its strongest same-run baseline): index into
+ * r->ratios, or -1. */
+static int result_best_peer(const struct agent_result *r)
 {
-    fprintf(f, "\n%-28s %-6s %-6s %-34s %-44s %s\n", "task", "passed", "trials", "best (decision path)",
-            "ratio vs baselines (* = emulated, by icount)", "tokens");
+    double v[PLAT_MAX_BASELINES];
+    for (int k = 0; k < r->n_ratios; k++)
+        v[k] = r->ratios[k].ratio;
+    return bestpeer_pick(v, r->n_ratios);
+}
+
+/* The run's closing figures: per family, the geometric mean of the best
+ * kernel's ratio against its best peer, and how many tasks are at least
+ * the best peer. */
+static void print_family_geomeans(const struct agent_summary *s, FILE *f)
+{
+    const char *fams[PLAT_FAM_COUNT + 8];
+    struct geomean gm[PLAT_FAM_COUNT + 8] = {{0}}, all = {0};
+    int nf = 0, emulated = 0;
     for (size_t i = 0; i < s->n; i++) {
         const struct agent_result *r = &s->res[i];
-        char ratios[160] = "", best[40] = "-";
+        int b = r->passed ? result_best_peer(r) : -1;
+        if (b < 0)
+            continue;
+        int k = 0;
+        while (k < nf && strcmp(fams[k], r->family))
+            k++;
+        if (k == nf) {
+            if (nf == (int)(sizeof fams / sizeof fams[0]))
+                continue;
+            fams[nf++] = r->family;
+        }
+        geomean_add(&gm[k], r->ratios[b].ratio);
+        geomean_add(&all, r->ratios[b].ratio);
+        emulated |= r->emulated;
+    }
+    if (!all.n)
+        return;
+    fprintf(f, "geomean vs best peer%s:", emulated ? " (* emulated: by the vector-cost model)" : "");
+    for (int k = 0; k < nf; k++)
+        fprintf(f, " %s %.2fx%s (%d/%d >= 1)%s", fams[k], geomean_value(&gm[k]), emulated ? "*" : "",
+                gm[k].at_least_1, gm[k].n, k + 1 < nf ? ";" : "");
+    fprintf(f, "; all %.2fx%s (%d/%d tasks >= 1)\n", geomean_value(&all), emulated ? "*" : "",
+            all.at_least_1, all.n);
+}
+
+static void print_table(const struct agent_summary *s, FILE *f)
+{
+    fprintf(f, "\n%-28s %-6s %-6s %-34s %-22s %-44s %s\n", "task", "passed", "trials", "best (decision path)",
+            "vs best peer", "ratio vs baselines (* = emulated: vcost)", "tokens");
+    for (size_t i = 0; i < s->n; i++) {
+        const struct agent_result *r = &s->res[i];
+        char ratios[160] = "", best[40] = "-", peer[64] = "-";
+        int bp = r->passed ? result_best_peer(r) : -1;
+        if (bp >= 0)
+            snprintf(peer, sizeof peer, "%.2fx%s %s", r->ratios[bp].ratio, r->emulated ? "*" : "",
+                     r->ratios[bp].name);
         size_t off = 0;
         for (int k = 0; k < r->n_ratios && off < sizeof ratios - 40; k++)
             off += (size_t)snprintf(ratios + off, sizeof ratios - off, "%s%s %.2fx%s", k ? ", " : "",
@@ -96,11 +147,12 @@ static void print_table(const struct agent_summary *s, FILE *f)
             snprintf(ratios, sizeof ratios, r->passed ? "(no ratio claimed)" : "-");
         if (r->passed)
             snprintf(best, sizeof best, "%.34s", r->best_label);
-        fprintf(f, "%-28s %-6s %-6d %-34s %-44s %ld\n", r->name, r->passed ? "yes" : "NO", r->trials, best,
-                ratios, r->tokens);
+        fprintf(f, "%-28s %-6s %-6d %-34s %-22s %-44s %ld\n", r->name, r->passed ? "yes" : "NO", r->trials,
+                best, peer, ratios, r->tokens);
         if (r->passed)
             fprintf(f, "%-28s   path %s\n", "", r->best_path);
     }
+    print_family_geomeans(s, f);
     fprintf(f, "run %lld%s: %.1f s, %ld LLM tokens, %ld LLM calls, %ld queued%s%s\n", (long long)s->run,
             s->resumed ? " (resumed)" : "", s->wall_s, s->tokens, s->llm_calls, s->queued,
             s->stop_reason[0] ? "; stopped: " : "", s->stop_reason);
@@ -110,15 +162,15 @@ static void print_table(const struct agent_summary *s, FILE *f)
 int cli_run(struct cli *c, int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) {
-        printf("usage: kope run [--suite FILE] [--task NAME] [--budget N] [--offline]\n"
+        printf("usage: kope run [--suite FILE] [--task NAME [--seed FILE]] [--budget N] [--offline]\n"
                "                [--platform k3|ascend] [--tokens N] [--time-limit S] [--fresh]\n"
-               "                [--no-memory] [--context active|passive]\n"
+               "                [--no-memory] [--remeasure] [--context active|passive]\n"
                "\n"
                "Optimizes every task of a suite (default: the embedded k3-core): per task,\n"
                "trial after trial, a proposer writes a kernel - the offline tuner over the\n"
                "k3 templates (first trial: the safe default, then what won on similar tasks,\n"
                "then a search), or the LLM when one is configured, starting from the\n"
-               "tuner's best - and kope screens, compiles, verifies and measures it and\n"
+               "task's best in the graph (any run's) - and kope screens, compiles, verifies and measures it and\n"
                "records the decision and its outcome in the experience graph.\n"
                "\n"
                "  --budget N       trials per task (default %d)\n"
@@ -126,8 +178,13 @@ int cli_run(struct cli *c, int argc, char **argv)
                "  --time-limit S   stop after S seconds of wall time (resume later)\n"
                "  --offline        never call the LLM (the tuner proposes)\n"
                "  --no-memory      the tuner ignores the graph's past winners\n"
+               "  --remeasure      measure again points the graph already holds verified\n"
+               "                   (default: a re-run spends its budget on new points)\n"
                "  --fresh          start a new run even if an interrupted one exists\n"
                "  --context MODE   prompt building: active (default) or passive\n"
+               "  --seed FILE      with --task: your kernel, tried first (proposer \"user\"),\n"
+               "                   screened, verified and measured like any candidate; the\n"
+               "                   best of the task (and the LLM's start) if it wins\n"
                "\n"
                "An interrupted run (crash, kill, power cut) resumes where it stopped on the\n"
                "next `kope run` with the same suite and task. The last line is\n"
@@ -136,6 +193,7 @@ int cli_run(struct cli *c, int argc, char **argv)
         return CLI_OK;
     }
     struct agent_opts o;
+    const char *seed_path = NULL;
     agent_opts_init(&o);
     for (int i = 1; i < argc; i++) {
         const char *v;
@@ -144,6 +202,8 @@ int cli_run(struct cli *c, int argc, char **argv)
             o.suite_path = v;
         else if ((v = opt_val(argc, argv, &i, "--task")))
             o.task_name = v;
+        else if ((v = opt_val(argc, argv, &i, "--seed")))
+            seed_path = v;
         else if ((v = opt_val(argc, argv, &i, "--platform")))
             o.target = v;
         else if ((v = opt_val(argc, argv, &i, "--budget"))) {
@@ -177,16 +237,46 @@ int cli_run(struct cli *c, int argc, char **argv)
             o.no_memory = 1;
         else if (strcmp(argv[i], "--fresh") == 0)
             o.fresh = 1;
+        else if (strcmp(argv[i], "--remeasure") == 0)
+            o.remeasure = 1;
         else {
             fprintf(stderr, "kope run: unexpected argument '%s' (see kope run --help)\n", argv[i]);
             return CLI_USAGE;
         }
+    }
+    char *seed = NULL;
+    if (seed_path) {
+        /* read before anything is opened or recorded: a bad file records nothing */
+        char serr[600];
+        if (!o.task_name) {
+            fprintf(stderr, "kope run: --seed needs --task NAME (a suite gives each task its \"seed\")\n");
+            return CLI_USAGE;
+        }
+        if (task_seed_read(seed_path, o.task_name, "--seed", &seed, &o.seed_len, serr, sizeof serr)) {
+            fprintf(stderr, "kope run: %s\n", serr);
+            return CLI_FAIL;
+        }
+        o.seed_src = seed;
+        o.seed_name = seed_path;
+    }
+    if (o.suite_path) {
+        /* a bad suite (or a seed it names) is an error before the store is
+         * opened: nothing is recorded, not even this device's identity */
+        struct task_suite chk;
+        char serr[1024];
+        if (task_suite_load(o.suite_path, &chk, serr, sizeof serr)) {
+            fprintf(stderr, "kope run: %s\n", serr);
+            free(seed);
+            return CLI_FAIL;
+        }
+        task_suite_free(&chk);
     }
     struct kope_config *cfg = cli_config(c);
     if (!o.target)
         o.target = cfg ? kope_config_str(cfg, "platform.name", "k3") : "k3";
     if (!platform_find(o.target)) {
         fprintf(stderr, "kope run: no platform '%s'\n", o.target);
+        free(seed);
         return CLI_USAGE;
     }
     struct plat_settings set;
@@ -203,12 +293,14 @@ int cli_run(struct cli *c, int argc, char **argv)
     memset(&sum, 0, sizeof sum);
     if (load_llm(c, &ls, &have_llm)) {
         llm_settings_free(&ls);
+        free(seed);
         return CLI_FAIL;
     }
     if (have_llm && !o.offline)
         o.llm = &ls;
     if (open_graph(c, &g)) {
         llm_settings_free(&ls);
+        free(seed);
         return CLI_FAIL;
     }
     printf("kope run: suite %s, budget %d trial(s) per task, proposer %s\n",
@@ -228,6 +320,7 @@ out:
     agent_summary_free(&sum);
     graph_free(&g);
     llm_settings_free(&ls);
+    free(seed);
     return ret;
 }
 

@@ -1,7 +1,6 @@
 /*
  * core/context.h - Active Context Management: the prompt of one LLM call,
- * built from three tiers under one fixed token budget (DESIGN.md "Active
- * context management").
+ * built from three tiers under one fixed token budget (docs/CONTEXT.md).
  *
  *   hot  - the task, the current best kernel, the feedback of the latest
  *          attempts (compiler / verify / measure). Always present; when it

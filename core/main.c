@@ -38,6 +38,8 @@ static const struct command commands[] = {
     {"fleet", cli_fleet, "fleet certificates: init | enroll NAME | trust CERT"},
     {"run", cli_run, "optimize a suite's kernels: tuner or LLM, every trial recorded"},
     {"queue", cli_queue, "the durable LLM call queue: list | flush | drop ID"},
+    {"kernel", cli_kernel, "print a kernel's source and provenance: show TASK|ID"},
+    {"kernels", cli_kernels, "export the best kernels as a C library: export -o DIR"},
     {"report", cli_report, "write the results as one self-contained HTML page: --html FILE"},
     {"version", cmd_version, "print version and build information"},
     {"help", cmd_help, "show this help, or `kope help COMMAND`"},

@@ -3,7 +3,8 @@
  *
  * This header is what a kernel author (human or LLM) reads. A candidate is one
  * C file that includes only <stddef.h>, <stdint.h>, <math.h>, <float.h>,
- * <string.h> (memcpy/memset only), <riscv_vector.h> and this header, and defines
+ * <string.h> (memcpy/memset/memmove/memcmp only), <riscv_vector.h>,
+ * <stdbool.h>, <limits.h> and this header (kernel_abi.h), and defines
  * exactly one function named KOPE_KERNEL with its op family's signature below.
  * All data is f32, row-major, contiguous; the kernel must not keep state across
  * calls, allocate, do I/O, or touch memory outside the buffers it is given.

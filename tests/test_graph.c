@@ -363,10 +363,25 @@ static void test_best_definition(void **s)
     assert_int_equal(graph_decision_add(&d.g, d.task, d.d[1], "k3", db, x), 0);
     assert_int_equal(graph_outcome_add(&d.g, d.task, x, "k3", ob, NULL), 0);
     cJSON_Delete(ob);
-    cJSON_Delete(db);
+    /* k3 under emulation: an icount-only ratio (no vector-cost model, LMUL for
+     * free) never outranks a claim, however large; a vcost claim does */
+    uint8_t xi[32], xv[32];
+    ob = obj("{\"status\":\"pass\",\"speedup\":40.0,\"icount\":100}");
+    assert_int_equal(graph_decision_add(&d.g, d.task, d.d[1], "k3", db, xi), 0);
+    assert_int_equal(graph_outcome_add(&d.g, d.task, xi, "k3", ob, NULL), 0);
+    cJSON_Delete(ob);
     assert_int_equal(graph_task_best(&d.g, d.task, &b), 0);
     assert_memory_equal(b.dec.id, x, 32);
     assert_true(b.rank == 2.5);
+    graph_best_free(&b);
+    ob = obj("{\"status\":\"pass\",\"speedup\":3.0,\"icount\":100,\"vcost\":400}");
+    assert_int_equal(graph_decision_add(&d.g, d.task, d.d[1], "k3", db, xv), 0);
+    assert_int_equal(graph_outcome_add(&d.g, d.task, xv, "k3", ob, NULL), 0);
+    cJSON_Delete(ob);
+    cJSON_Delete(db);
+    assert_int_equal(graph_task_best(&d.g, d.task, &b), 0);
+    assert_memory_equal(b.dec.id, xv, 32);
+    assert_true(b.rank == 3.0);
     graph_best_free(&b);
     /* a task where nothing passed: found = 0 */
     uint8_t t2[32];

@@ -26,10 +26,13 @@
 
 /* ----------------------------------------------------------- the lists --- */
 
-static const char *const allowed_headers[] = {
+/* The one allow-list of headers (kernel_abi.h's comment and
+ * docs/K3-HARNESS.md list the same names; tests/test_k3_hostile.c checks). */
+const char *const k3_allowed_headers[K3_N_ALLOWED_HEADERS] = {
     "stddef.h", "stdint.h", "math.h", "float.h", "string.h", "riscv_vector.h",
-    "kernel_abi.h", "platform/kernel_abi.h", "stdbool.h", "limits.h",
+    "kernel_abi.h", "stdbool.h", "limits.h",
 };
+#define allowed_headers k3_allowed_headers
 
 /* Identifiers refused anywhere in the source (as whole tokens). */
 static const char *const forbidden_calls[] = {
@@ -219,8 +222,7 @@ static int screen_directive(struct lexer *lx, enum plat_screen_rule *rule, char 
         lx->i++;
     if (!IN(h, allowed_headers))
         return reject(PLAT_SCREEN_HEADER, rule, detail, dl, lx->line,
-                      "header outside the allow-list (stddef.h stdint.h math.h float.h "
-                      "string.h riscv_vector.h kernel_abi.h)", h);
+                      "header outside the allow-list (" K3_ALLOWED_HEADERS_TEXT ")", h);
     return 0;
 }
 
@@ -337,7 +339,8 @@ int k3_screen_source(const char *src, size_t len, enum plat_screen_rule *rule, c
 
 /* Undefined symbols a candidate object may reference. */
 static const char *const allowed_symbols[] = {
-    "memcpy", "memset", "memmove", "memcmp",
+    /* clang lowers memcmp(...) == 0 to bcmp */
+    "memcpy", "memset", "memmove", "memcmp", "bcmp",
     "expf", "exp", "exp2f", "expm1f", "logf", "log", "log2f", "log1pf", "powf", "pow",
     "sqrtf", "sqrt", "tanhf", "tanh", "erff", "erf", "erfcf", "fabsf", "fabs",
     "fminf", "fmaxf", "fmin", "fmax", "floorf", "ceilf", "roundf", "truncf", "rintf",
@@ -354,42 +357,77 @@ static int in_file(uint64_t off, uint64_t size, size_t len)
     return off <= len && size <= len - off;
 }
 
-/* CSRs compiled RVV code may read: vl, vtype, vlenb (stack frames of
- * scalable vectors), and the FP status/rounding registers. */
+/* CSRs compiled code may touch: the vector state (vstart 0x008, vxsat
+ * 0x009, vxrm 0x00A, vcsr 0x00F, vl 0xC20, vtype 0xC21, vlenb 0xC22) and the
+ * FP status/rounding registers (fflags 0x001, frm 0x002, fcsr 0x003). clang
+ * emits `csrwi vxrm, N` for fixed-point intrinsics with an explicit rounding
+ * mode, and reads vlenb for scalable stack frames. What a kernel leaves in
+ * them is judged at run time (the harness checks frm after each call; every
+ * call runs in a fresh process, so nothing it sets survives). Counters
+ * (cycle, time, instret, hpm*) and everything else are refused. */
 static int csr_allowed(uint32_t csr)
 {
-    return csr == 0xC20 || csr == 0xC21 || csr == 0xC22 || csr == 0x001 || csr == 0x002 ||
-           csr == 0x003;
+    return csr == 0x001 || csr == 0x002 || csr == 0x003 || csr == 0x008 || csr == 0x009 ||
+           csr == 0x00A || csr == 0x00F || csr == 0xC20 || csr == 0xC21 || csr == 0xC22;
 }
 
-/* Walk RISC-V machine code (16-bit compressed and 32-bit instructions) and
- * refuse the SYSTEM opcode: ecall (system calls without libc), ebreak, and
- * CSR access outside the list above (cycle/time/instret counters, ...).
- * This is what stops inline assembly that slipped past the source screen
- * through macro token pasting: it has to end up as instructions here. */
+#define RV_ECALL 0x00000073u
+#define RV_EBREAK 0x00100073u
+#define RV_C_EBREAK 0x9002u
+
+/* Refuse RISC-V SYSTEM instructions in machine code: ecall (a system call
+ * without libc), ebreak, and CSR access outside the list above.
+ *
+ * Two passes. The linear decode (16-bit compressed and 32-bit instructions
+ * from the section start) sees what the code executes when read in order:
+ * any ecall, ebreak, c.ebreak or CSR instruction off the list is refused.
+ * Then every 2-byte offset is read as a 32-bit word, because a computed jump
+ * can land inside another instruction's bytes (a misaligned decode the
+ * linear pass never sees): there, ecall and reads of the counters (cycle,
+ * time, instret, hpm*: 0xC00-0xC1F) are refused too. Other CSR patterns and
+ * ebreak/c.ebreak are only refused in the linear pass: their bit patterns
+ * occur inside honest instructions (16 of the 316 template instances hold a
+ * misaligned "CSR access" to some privileged CSR), and executed misaligned
+ * they merely trap, which is a crash. */
 static int text_check(const unsigned char *code, size_t n, const char *sec, char *detail, size_t dl)
 {
-    size_t i = 0;
-    while (i + 2 <= n) {
+    const char *what = NULL;
+    uint32_t w = 0;
+    size_t at = 0;
+    for (size_t i = 0; i + 2 <= n && !what;) {
         uint16_t lo = (uint16_t)(code[i] | code[i + 1] << 8);
         if ((lo & 3) != 3) {
+            if (lo == RV_C_EBREAK) {
+                w = lo, at = i, what = "c.ebreak";
+            }
             i += 2;
             continue;
         }
         if (i + 4 > n)
             break;
-        uint32_t w = lo | (uint32_t)(code[i + 2] | code[i + 3] << 8) << 16;
+        w = lo | (uint32_t)(code[i + 2] | code[i + 3] << 8) << 16;
         if ((w & 0x7f) == 0x73) {
-            uint32_t funct3 = (w >> 12) & 7, csr = w >> 20;
-            if (funct3 == 0 || funct3 == 4 || !csr_allowed(csr)) {
-                snprintf(detail, dl, "machine code in %s holds a system instruction (0x%08x at +%zu): "
-                         "ecall/ebreak/CSR access are not allowed in a kernel", sec, w, i);
-                return 1;
-            }
+            uint32_t funct3 = (w >> 12) & 7;
+            if (funct3 == 0 || funct3 == 4 || !csr_allowed(w >> 20))
+                at = i, what = w == RV_ECALL ? "ecall" : w == RV_EBREAK ? "ebreak" : "a system instruction";
         }
         i += 4;
     }
-    return 0;
+    for (size_t i = 0; i + 4 <= n && !what; i += 2) {
+        w = (uint32_t)(code[i] | code[i + 1] << 8 | code[i + 2] << 16 | (uint32_t)code[i + 3] << 24);
+        if ((w & 0x7f) != 0x73)
+            continue;
+        uint32_t funct3 = (w >> 12) & 7;
+        if (w == RV_ECALL)
+            at = i, what = "ecall (inside other instructions' bytes)";
+        else if (funct3 != 0 && funct3 != 4 && (w >> 20) >= 0xC00 && (w >> 20) <= 0xC1F)
+            at = i, what = "a counter CSR read (inside other instructions' bytes)";
+    }
+    if (!what)
+        return 0;
+    snprintf(detail, dl, "machine code in %s holds %s (0x%08x at +%zu): ecall/ebreak/CSR access "
+             "other than the FP and vector CSRs are not allowed in a kernel", sec, what, w, at);
+    return 1;
 }
 
 int k3_screen_object(const char *path, enum plat_screen_rule *rule, char *detail, size_t dl)
@@ -489,7 +527,7 @@ int k3_screen_object(const char *path, enum plat_screen_rule *rule, char *detail
                     if (!IN(sn, allowed_symbols)) {
                         *rule = PLAT_SCREEN_SYMBOL;
                         snprintf(detail, dl, "object calls '%s', outside the allow-list "
-                                 "(libm, memcpy/memset/memmove)", sn);
+                                 "(libm, memcpy/memset/memmove/memcmp/bcmp)", sn);
                         rc = 1;
                     }
                 } else if (bind != STB_LOCAL && type != STT_SECTION && type != STT_FILE) {
@@ -520,4 +558,191 @@ out:
     if (f)
         fclose(f);
     return rc;
+}
+
+/* ------------------------------------------- includes, by the compiler --- */
+
+/* The source screen's tokenizer reads directives by hand, and the compiler
+ * accepts spellings it does not (a comment or a form feed between '#' and
+ * "include"). So the compiler is asked: the candidate is compiled with -H
+ * (every header opened, one line each, depth as leading dots) and -MD (every
+ * file read, #embed included). A header the candidate itself includes (depth
+ * 1) must be one the allow-list resolves to; any other file read must be the
+ * candidate, the generated prototype header, or a file the allowed headers
+ * themselves read (the closure, taken once from a probe compile). */
+
+/* Is path one of the '\n'-separated entries of list? */
+static int path_in(const char *list, const char *path, size_t plen)
+{
+    for (const char *p = list; p && *p;) {
+        const char *e = strchr(p, '\n');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == plen && memcmp(p, path, plen) == 0)
+            return 1;
+        p = e ? e + 1 : p + l;
+    }
+    return 0;
+}
+
+/* The next header line of -H output from *pos ("... /path": depth as dots),
+ * skipping every other line; 0 at the end of out. */
+static int hline_next(const char **pos, size_t *depth, const char **path, size_t *plen)
+{
+    while (**pos) {
+        const char *l = *pos, *e = strchr(l, '\n');
+        size_t len = e ? (size_t)(e - l) : strlen(l);
+        size_t dots = 0;
+        while (dots < len && l[dots] == '.')
+            dots++;
+        *pos = e ? e + 1 : l + len;
+        if (dots > 0 && dots < len && l[dots] == ' ') {
+            *depth = dots;
+            *path = l + dots + 1;
+            *plen = len - dots - 1;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int k3_includes_collect(const char *out, char *direct, size_t direct_len, char *all, size_t all_len)
+{
+    size_t dn = 0, an = 0, dots, pl;
+    const char *path;
+    int rc = 0;
+    if (direct_len)
+        direct[0] = '\0';
+    if (all_len)
+        all[0] = '\0';
+    for (const char *l = out; hline_next(&l, &dots, &path, &pl);) {
+        {
+            char *dst = dots == 1 ? direct : all;
+            size_t *n = dots == 1 ? &dn : &an, cap = dots == 1 ? direct_len : all_len;
+            if (*n + pl + 2 > cap)
+                rc = -1;
+            else {
+                memcpy(dst + *n, path, pl);
+                *n += pl;
+                dst[(*n)++] = '\n';
+                dst[*n] = '\0';
+            }
+        }
+    }
+    return rc;
+}
+
+int k3_screen_includes(const char *out, const char *deps, const char *allowed_direct,
+                       const char *closure, const char *own, enum plat_screen_rule *rule,
+                       char *detail, size_t dl)
+{
+    /* -H lines: depth 1 = what the candidate (or the -include'd prototype)
+     * included itself */
+    size_t dots, pl;
+    const char *path;
+    for (const char *l = out; hline_next(&l, &dots, &path, &pl);) {
+        {
+            int ok = dots == 1 ? path_in(allowed_direct, path, pl) || path_in(own, path, pl)
+                               : path_in(closure, path, pl) || path_in(own, path, pl);
+            if (!ok) {
+                const char *base = path + pl;
+                while (base > path && base[-1] != '/')
+                    base--;
+                *rule = PLAT_SCREEN_HEADER;
+                snprintf(detail, dl, "the compiler opened '%.*s', outside the allow-list (%s)",
+                         (int)(path + pl - base), base, K3_ALLOWED_HEADERS_TEXT);
+                return 1;
+            }
+        }
+    }
+    /* -MD: "target: dep dep \\\n dep ..." - every file read, #embed too */
+    const char *p = deps ? strchr(deps, ':') : NULL;
+    while (p && *p) {
+        p++;
+        while (*p == ' ' || *p == '\\' || *p == '\n' || *p == '\r' || *p == '\t')
+            p++;
+        const char *b = p;
+        while (*p && *p != ' ' && *p != '\n' && *p != '\r' && *p != '\t' &&
+               !(*p == '\\' && (p[1] == '\n' || p[1] == '\r')))
+            p++;
+        pl = (size_t)(p - b);
+        if (pl == 0)
+            break;
+        if (b[pl - 1] == ':') /* -MP phony targets, not produced here, but harmless */
+            continue;
+        if (!path_in(closure, b, pl) && !path_in(own, b, pl) && !path_in(allowed_direct, b, pl)) {
+            const char *base = b + pl;
+            while (base > b && base[-1] != '/')
+                base--;
+            *rule = PLAT_SCREEN_HEADER;
+            snprintf(detail, dl, "the compiler read '%.*s' (an #include or #embed outside the "
+                     "allow-list: %s)", (int)(b + pl - base), base, K3_ALLOWED_HEADERS_TEXT);
+            return 1;
+        }
+        p--; /* the loop's p++ steps over the separator */
+    }
+    return 0;
+}
+
+/* ------------------------------------------------- diagnostics kept --- */
+
+/* Keep only what the compiler said about the candidate's own file: a
+ * diagnostic whose location is another file (a header's line quoted after a
+ * macro expansion note, "In file included from", or any file a candidate
+ * managed to include) is dropped with the source excerpt under it, the -H
+ * header list is dropped, and the candidate's path is shortened to cand.c.
+ * What remains is capped by the caller's buffer. */
+size_t k3_diag_clean(const char *in, const char *cand_path, char *out, size_t out_len)
+{
+    size_t n = 0, cl = strlen(cand_path);
+    int keep = 1; /* lines under a kept diagnostic (excerpt, caret) */
+    if (out_len == 0)
+        return 0;
+    out[0] = '\0';
+    for (const char *l = in; *l;) {
+        const char *e = strchr(l, '\n');
+        size_t len = e ? (size_t)(e - l) : strlen(l);
+        const char *line = l;
+        l = e ? e + 1 : l + len;
+        size_t dots = 0;
+        while (dots < len && line[dots] == '.')
+            dots++;
+        if (dots > 0 && dots < len && line[dots] == ' ')
+            continue; /* -H */
+        if (strncmp(line, "In file included from", 21) == 0 || strncmp(line, "                 from", 21) == 0) {
+            keep = 0;
+            continue;
+        }
+        /* a location "X:LINE:COL:" or "X:LINE:" starts a new diagnostic */
+        const char *colon = memchr(line, ':', len);
+        int is_loc = 0;
+        if (colon && colon > line && colon + 1 < line + len && isdigit((unsigned char)colon[1]))
+            is_loc = 1;
+        const char *rest = line;
+        size_t rest_len = len;
+        if (is_loc) {
+            keep = (size_t)(colon - line) == cl && memcmp(line, cand_path, cl) == 0;
+            if (keep) {
+                rest = colon;
+                rest_len = len - (size_t)(colon - line);
+                if (n + 6 < out_len) {
+                    memcpy(out + n, "cand.c", 6);
+                    n += 6;
+                }
+            }
+        } else if ((len >= 11 && memcmp(line + len - 11, " generated.", 11) == 0) ||
+                   (len >= 23 && memcmp(line + len - 23, "compilation terminated.", 23) == 0)) {
+            keep = 1; /* "N errors generated." (clang), gcc's last line */
+        }
+        if (!keep)
+            continue;
+        size_t take = rest_len < out_len - 1 - n ? rest_len : out_len - 1 - n;
+        memcpy(out + n, rest, take);
+        n += take;
+        if (n + 1 < out_len)
+            out[n++] = '\n';
+        out[n] = '\0';
+        if (n + 1 >= out_len)
+            break;
+    }
+    return n;
 }

@@ -73,8 +73,9 @@ void h_ref_run(const struct h_args *a, double *out);
  * (scalar -O2 no-vectorize, and -O3 auto-vectorized) under two names. */
 void kope_base_scalar(const struct h_args *a);
 void kope_base_autovec(const struct h_args *a);
-/* blas.c: OpenBLAS for the matmul family; returns -1 when not linked or the
- * op has no BLAS equivalent. */
+/* blas.c: OpenBLAS where a BLAS routine computes exactly the op (the matmul
+ * family, axpy, scale, add, l2norm); returns 0 when not linked or the op has
+ * no exact BLAS equivalent. */
 int h_blas_available(int op);
 void h_blas_run(const struct h_args *a);
 #endif

@@ -1,0 +1,379 @@
+/*
+ * tests/test_kernels.c - kernels out of the graph, as a user runs them: the
+ * real binary ($KOPE_BIN) runs a real `kope run`, then `kope kernel show` and
+ * `kope kernels export`; the exported library is built with the riscv64
+ * cross compiler (its own Makefile) and its self-test run under qemu-riscv64
+ * (natively on a RISC-V board). A record altered in the SQLite file, and a
+ * record of another target, are refused. Kernels in: a user's seed (--seed,
+ * a suite's "seed") is trial 1 as proposer "user"; bad seed input records
+ * nothing.
+ */
+#include <sys/stat.h>
+
+#include <cJSON.h>
+#include <sqlite3.h> /* only to alter a record behind kope's back */
+
+#include "core/graph.h"
+#include "core/util.h"
+#include "store/store.h"
+#include "testutil.h"
+
+static char out[1 << 17];
+
+/* A shell command in the test dir (testutil.h); both streams into out. */
+#define sh(...) run_cmd(out, sizeof out, __VA_ARGS__)
+
+static void write_text(const char *path, const char *text);
+
+/* These tests run the real binary: skipped without $KOPE_BIN. */
+static int have_kope(void)
+{
+    return getenv("KOPE_BIN") != NULL;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    const char *tmp = getenv("KOPE_TEST_TMP");
+    if (tmp && chdir(tmp) != 0)
+        return -1;
+    FILE *f = fopen("kope.json", "w");
+    if (!f)
+        return -1;
+    fputs("{}\n", f);
+    fclose(f);
+    return 0;
+}
+
+/* A store with real runs of two small tasks (one trial each). */
+static void make_store(const char *db)
+{
+    const char *k = kope_bin();
+    assert_int_equal(sh("%s --db %s run --task silu-4864 --offline --budget 1", k, db), 0);
+    assert_non_null(strstr(out, "passed 1/1"));
+    assert_int_equal(sh("%s --db %s run --task argmax-vocab-32000x8 --offline --budget 1", k, db), 0);
+}
+
+static char *slurp(const char *path)
+{
+    char *txt = NULL, err[256];
+    size_t len = 0;
+    assert_int_equal(util_read_file(path, 1 << 22, &txt, &len, err, sizeof err), 0);
+    return txt;
+}
+
+static void test_show_best_kernel(void **state)
+{
+    (void)state;
+    if (!have_kope())
+        skip();
+    make_store("show.db");
+    const char *k = kope_bin();
+    /* stdout is the source exactly, the outcome on stderr */
+    assert_int_equal(sh("(%s --db show.db kernel show silu-4864 2>show.err >show.c)", k), 0);
+    char *src = slurp("show.c"), *err = slurp("show.err");
+    assert_non_null(strstr(src, "void KOPE_KERNEL("));
+    assert_non_null(strstr(src, "#define OP OP_SILU"));
+    assert_null(strstr(src, "outcome"));
+    assert_non_null(strstr(err, "task silu-4864"));
+    assert_non_null(strstr(err, "pass"));
+    assert_non_null(strstr(err, "vs autovec-O3"));
+    /* the same decision by the outcome's id prefix, with the header */
+    const char *o = strstr(err, "outcome ");
+    assert_non_null(o);
+    char id[13];
+    memcpy(id, o + 8, 12);
+    id[12] = '\0';
+    free(err);
+    assert_int_equal(sh("(%s --db show.db kernel show %s --header 2>/dev/null)", k, id), 0);
+    assert_non_null(strstr(out, "kope kernel: task silu-4864"));
+    assert_non_null(strstr(out, "records   task "));
+    assert_non_null(strstr(out, src)); /* header, then the same source */
+    free(src);
+    assert_int_equal(sh("%s --db show.db kernel show no-such-task", k), 1);
+    assert_non_null(strstr(out, "no task or record 'no-such-task'"));
+    assert_int_equal(sh("%s --db show.db kernel", k), 2);
+}
+
+static void test_export_builds_and_selftest_passes(void **state)
+{
+    (void)state;
+    if (!have_kope())
+        skip();
+    make_store("exp.db");
+    const char *k = kope_bin();
+    int rc = sh("%s --db exp.db kernels export -o lib0", k);
+    int emulated = strstr(out, "--include-emulated") != NULL;
+    if (emulated) {
+        /* emulated-only evidence needs the flag: nothing written without it */
+        assert_int_equal(rc, 1);
+        assert_non_null(strstr(out, "task silu-4864: its only evidence is emulated"));
+        assert_int_not_equal(access("lib0/kernels.json", F_OK), 0);
+    } else {
+        assert_int_equal(rc, 0);
+    }
+    assert_int_equal(sh("%s --db exp.db kernels export -o lib --include-emulated", k), 0);
+    assert_non_null(strstr(out, "exported 2 kernel(s)"));
+
+    char *m = slurp("lib/kernels.json");
+    cJSON *j = cJSON_Parse(m);
+    free(m);
+    assert_non_null(j);
+    const cJSON *ks = cJSON_GetObjectItemCaseSensitive(j, "kernels");
+    assert_int_equal(cJSON_GetArraySize(ks), 2);
+    const cJSON *k0 = cJSON_GetArrayItem(ks, 0);
+    const char *sym = cJSON_GetObjectItemCaseSensitive(k0, "symbol")->valuestring;
+    assert_true(strcmp(sym, "kope_silu_silu_4864") == 0 || strcmp(sym, "kope_argmax_argmax_vocab_32000x8") == 0);
+    assert_int_equal(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(k0, "emulated")), emulated);
+    assert_non_null(cJSON_GetObjectItemCaseSensitive(k0, "decision"));
+    assert_non_null(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(k0, "ratios"), "autovec-O3"));
+    cJSON_Delete(j);
+
+    char *c = slurp("lib/kope_silu_silu_4864.c");
+    assert_non_null(strstr(c, "kope kernel: task silu-4864"));
+    assert_non_null(strstr(c, "#define kope_kernel kope_silu_silu_4864"));
+    assert_non_null(strstr(c, "kope_activation_fn kope_kernel;"));
+    free(c);
+    char *h = slurp("lib/kope_kernels.h");
+    assert_non_null(strstr(h, "kope_activation_fn kope_silu_silu_4864;"));
+    free(h);
+
+    /* the library's own Makefile: riscv64 static library and the self-test */
+    int mk = sh("make -s -C lib");
+    if (mk)
+        fprintf(stderr, "make -C lib:\n%s\n", out);
+    assert_int_equal(mk, 0);
+    assert_int_equal(access("lib/libkope_kernels.a", F_OK), 0);
+    mk = sh("make -s -C lib check");
+    if (mk)
+        fprintf(stderr, "make -C lib check:\n%s\n", out);
+    assert_int_equal(mk, 0);
+    assert_non_null(strstr(out, "ok   kope_silu_silu_4864"));
+    assert_non_null(strstr(out, "ok   kope_argmax_argmax_vocab_32000x8"));
+    assert_non_null(strstr(out, "2 kernel(s)"));
+    assert_non_null(strstr(out, " 0 failed"));
+
+    /* the self-test can fail: a kernel wrong past 8 elements, same symbol */
+    FILE *f = fopen("lib/kope_silu_silu_4864.c", "w");
+    assert_non_null(f);
+    fputs("#define kope_kernel kope_silu_silu_4864\n#include \"kernel_abi.h\"\n#include <math.h>\n"
+          "void kope_kernel(size_t rows, size_t cols, const float *x, float *out, const float *g,\n"
+          "                 const float *b, const struct kope_scalars *s) {\n"
+          "  (void)g; (void)b; (void)s;\n"
+          "  for (size_t i = 0; i < rows * cols && i < 8; i++) out[i] = x[i] / (1.0f + expf(-x[i]));\n"
+          "  for (size_t i = 8; i < rows * cols; i++) out[i] = 0; }\n", f);
+    fclose(f);
+    assert_int_not_equal(sh("make -s -C lib check"), 0);
+    assert_non_null(strstr(out, "FAIL kope_silu_silu_4864"));
+    assert_null(strstr(out, "FAIL kope_argmax"));
+}
+
+/* Edit the outcome of a task in the SQLite file: its speedup goes up, so it
+ * becomes the "best", but it no longer hashes to its id. */
+static void test_tampered_record_not_exported(void **state)
+{
+    (void)state;
+    if (!have_kope())
+        skip();
+    make_store("tamper.db");
+    const char *k = kope_bin();
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open("tamper.db", &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db,
+                                  "UPDATE records SET canon = replace(canon, '\"speedup\":', '\"speedup\":9')"
+                                  " WHERE kind = 'outcome' AND canon LIKE '%\"status\":\"pass\"%'"
+                                  " AND rid = (SELECT min(rid) FROM records WHERE kind = 'outcome')",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_changes(db), 1);
+    sqlite3_close(db);
+    assert_int_equal(sh("%s --db tamper.db kernels export -o libt --include-emulated --task silu-4864", k), 1);
+    assert_non_null(strstr(out, "not exported: task silu-4864"));
+    assert_non_null(strstr(out, "altered in the store"));
+    /* the other task still goes out */
+    assert_int_equal(sh("%s --db tamper.db kernels export -o libt --include-emulated", k), 0);
+    assert_non_null(strstr(out, "exported 1 kernel(s)"));
+    char *m = slurp("libt/kernels.json");
+    assert_null(strstr(m, "\"kope_silu_silu_4864\""));
+    assert_non_null(strstr(m, "altered in the store"));
+    free(m);
+}
+
+/* A decision and passing outcome of target "ascend" filed under the k3 task
+ * (a peer's record, say), with the best speedup of the tree. */
+static void test_foreign_target_not_exported(void **state)
+{
+    (void)state;
+    if (!have_kope())
+        skip();
+    make_store("foreign.db");
+    struct store *st;
+    struct graph g;
+    char err[256];
+    assert_int_equal(store_open("foreign.db", &st, err, sizeof err), 0);
+    graph_init(&g, st);
+    assert_int_equal(graph_identity_load(&g, "foreign.db.key"), 0);
+    uint8_t task[32], dec[32];
+    assert_int_equal(graph_task_find(&g, "silu-4864", task), 0);
+    char ref[GRAPH_BLOB_REF];
+    static const char src[] = "/* an Ascend C kernel */\n";
+    cJSON *db = cJSON_CreateObject(), *ob = cJSON_CreateObject();
+    assert_int_equal(graph_begin(&g), 0);
+    assert_int_equal(graph_blob_put(&g, src, sizeof src - 1, ref), 0);
+    cJSON_AddStringToObject(db, "source", ref);
+    cJSON_AddStringToObject(db, "proposer", "llm");
+    assert_int_equal(graph_decision_add(&g, task, NULL, "ascend", db, dec), 0);
+    cJSON_AddStringToObject(ob, "status", "pass");
+    cJSON_AddNumberToObject(ob, "speedup", 1000);
+    cJSON_AddStringToObject(ob, "baseline", "autovec-O3");
+    assert_int_equal(graph_outcome_add(&g, task, dec, "ascend", ob, NULL), 0);
+    assert_int_equal(graph_commit(&g), 0);
+    cJSON_Delete(db);
+    cJSON_Delete(ob);
+    graph_free(&g);
+    store_close(st);
+
+    /* the k3 kernel goes out, the foreign one is named and passed over */
+    char dec_hex[GRAPH_ID_HEX];
+    util_hex(dec, 32, dec_hex);
+    const char *k = kope_bin();
+    assert_int_equal(sh("%s --db foreign.db kernels export -o libf --include-emulated --task silu-4864", k), 0);
+    assert_non_null(strstr(out, "task silu-4864: 1 higher-ranked outcome(s) not used"));
+    assert_non_null(strstr(out, "is for target 'ascend', not 'k3'"));
+    char *c = slurp("libf/kope_silu_silu_4864.c");
+    assert_null(strstr(c, "an Ascend C kernel"));
+    assert_null(strstr(c, dec_hex));
+    assert_non_null(strstr(c, "#define OP OP_SILU"));
+    free(c);
+    /* named by id, it is shown with a warning, never as a k3 kernel */
+    assert_int_equal(sh("(%s --db foreign.db kernel show %s >/dev/null)", k, dec_hex), 0);
+    assert_non_null(strstr(out, "warning"));
+    /* --suite: the suite's tasks at the suite's shapes only */
+    write_text("s_ok.json", "{\"suite\": \"x\", \"tasks\": [{\"name\": \"argmax-vocab-32000x8\","
+                            " \"op\": \"argmax\", \"shape\": {\"rows\": 8, \"cols\": 32000}}]}");
+    write_text("s_bad.json", "{\"suite\": \"x\", \"tasks\": [{\"name\": \"argmax-vocab-32000x8\","
+                             " \"op\": \"argmax\", \"shape\": {\"rows\": 8, \"cols\": 1000}}]}");
+    assert_int_equal(sh("%s --db foreign.db kernels export -o libs --include-emulated --suite s_ok.json", k), 0);
+    assert_non_null(strstr(out, "exported 1 kernel(s)"));
+    assert_int_equal(sh("%s --db foreign.db kernels export -o libs2 --include-emulated --suite s_bad.json", k), 1);
+    assert_non_null(strstr(out, "the suite's argmax rows=8 cols=1000"));
+    /* and a task name this store does not know for k3 */
+    assert_int_equal(sh("%s --db foreign.db kernels export -o libf --task nope", k), 1);
+    assert_non_null(strstr(out, "task nope: no task of that name"));
+}
+
+/* ------------------------------------------------------------ seeds in --- */
+
+static const char seed_silu[] =
+    "#include <stddef.h>\n#include <math.h>\n#include \"kernel_abi.h\"\n"
+    "/* a user's plain C silu */\n"
+    "void kope_kernel(size_t rows, size_t cols, const float *x, float *out, const float *g,\n"
+    "                 const float *b, const struct kope_scalars *s) {\n"
+    "  (void)g; (void)b; (void)s;\n"
+    "  for (size_t i = 0; i < rows * cols; i++) out[i] = x[i] / (1.0f + expf(-x[i]));\n}\n";
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* records in a store, by `kope graph stats` ("records   N") */
+static long n_records(const char *db)
+{
+    if (access(db, F_OK) != 0)
+        return 0;
+    assert_int_equal(sh("%s --db %s graph stats", kope_bin(), db), 0);
+    const char *p = strstr(out, "records");
+    assert_non_null(p);
+    return strtol(p + 7, NULL, 10);
+}
+
+/* `kope run --seed`: the seed is trial 1 (proposer user), measured like any
+ * candidate; it is not tried twice; the best is whichever ranks higher. */
+static void test_seed_is_first_trial(void **state)
+{
+    (void)state;
+    if (!have_kope())
+        skip();
+    const char *k = kope_bin();
+    write_text("my_silu.c", seed_silu);
+    assert_int_equal(sh("%s --db seed.db run --task silu-4864 --seed my_silu.c --offline --budget 1", k), 0);
+    assert_non_null(strstr(out, "trial 1/1 my_silu.c: pass"));
+    assert_int_equal(sh("%s --db seed.db graph log silu-4864", k), 0);
+    assert_non_null(strstr(out, "[user,seed]"));
+    /* with only the seed in, it is the task's best */
+    assert_int_equal(sh("(%s --db seed.db kernel show silu-4864 2>/dev/null)", k), 0);
+    assert_non_null(strstr(out, "a user's plain C silu"));
+    assert_int_equal(sh("(%s --db seed.db kernel show silu-4864 --header 2>/dev/null)", k), 0);
+    assert_non_null(strstr(out, "proposer  user"));
+    /* the next run does not re-measure it: the tuner proposes, and its
+     * vector kernel beats the scalar seed, so it becomes the best */
+    assert_int_equal(sh("%s --db seed.db run --task silu-4864 --seed my_silu.c --offline --budget 1 --fresh", k), 0);
+    assert_null(strstr(out, "my_silu.c: pass"));
+    assert_non_null(strstr(out, "seed my_silu.c already verified"));
+    assert_int_equal(sh("(%s --db seed.db kernel show silu-4864 2>/dev/null)", k), 0);
+    assert_null(strstr(out, "a user's plain C silu"));
+    assert_non_null(strstr(out, "#define OP OP_SILU"));
+}
+
+/* a seed that breaks the screen is recorded as such; the run goes on */
+static void test_seed_screened_like_any_candidate(void **state)
+{
+    (void)state;
+    if (!have_kope())
+        skip();
+    const char *k = kope_bin();
+    write_text("bad_seed.c", "#include <stdio.h>\n#include \"kernel_abi.h\"\n"
+                             "void kope_kernel(size_t n, const float *x, const float *y, float *out,\n"
+                             "                 const struct kope_scalars *s) { (void)s; puts(\"hi\");\n"
+                             "  for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i]; }\n");
+    assert_int_equal(sh("%s --db scr.db run --task add-res-896 --seed bad_seed.c --offline --budget 2", k), 0);
+    assert_non_null(strstr(out, "trial 1/2 bad_seed.c: screen_rejected"));
+    assert_non_null(strstr(out, "passed 1/1"));
+}
+
+/* bad input: a clear error naming the task and field; nothing recorded */
+static void test_seed_bad_input_records_nothing(void **state)
+{
+    (void)state;
+    if (!have_kope())
+        skip();
+    const char *k = kope_bin();
+    assert_int_equal(sh("%s --db none.db run --task silu-4864 --seed missing.c --offline --budget 1", k), 1);
+    assert_non_null(strstr(out, "task 'silu-4864': --seed: cannot use 'missing.c'"));
+    assert_int_equal(n_records("none.db"), 0);
+    assert_int_equal(sh("%s --db none.db run --seed my_silu.c --offline --budget 1", k), 2);
+    assert_non_null(strstr(out, "--seed needs --task"));
+
+    /* a suite's "seed" member, relative to the suite file */
+    assert_int_equal(mkdir("suite", 0755), 0);
+    assert_int_equal(mkdir("suite/seeds", 0755), 0);
+    write_text("suite/seeds/s.c", seed_silu);
+    write_text("suite/ok.json", "{\"suite\": \"mine\", \"tasks\": [{\"name\": \"my-silu\", \"op\": \"silu\","
+                                " \"shape\": {\"n\": 1000}, \"seed\": \"seeds/s.c\"}]}");
+    write_text("suite/bad.json", "{\"suite\": \"mine\", \"tasks\": [{\"name\": \"my-silu\", \"op\": \"silu\","
+                                 " \"shape\": {\"n\": 1000}, \"seed\": \"seeds/nope.c\"}]}");
+    assert_int_equal(sh("%s --db suite.db run --suite suite/bad.json --offline --budget 1", k), 1);
+    assert_non_null(strstr(out, "task 'my-silu': seed: cannot use 'suite/seeds/nope.c'"));
+    assert_int_equal(n_records("suite.db"), 0);
+    assert_int_equal(sh("%s --db suite.db run --suite suite/ok.json --offline --budget 2", k), 0);
+    assert_non_null(strstr(out, "trial 1/2 seeds/s.c: pass"));
+    assert_non_null(strstr(out, "trial 2/2"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_show_best_kernel),
+        cmocka_unit_test(test_export_builds_and_selftest_passes),
+        cmocka_unit_test(test_tampered_record_not_exported),
+        cmocka_unit_test(test_foreign_target_not_exported),
+        cmocka_unit_test(test_seed_is_first_trial),
+        cmocka_unit_test(test_seed_screened_like_any_candidate),
+        cmocka_unit_test(test_seed_bad_input_records_nothing),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
