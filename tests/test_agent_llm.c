@@ -431,6 +431,24 @@ static void test_run_starts_from_graph_best(void **state)
     assert_int_equal(graph_task_find(&g, "silu-a", task), 0);
     graph_free(&g);
     store_close(st);
+    {
+        /* ranking needs a claimed ratio (the icount plugin); without one
+         * every pass ties and the oldest stays best, so there is nothing
+         * to show here */
+        struct graph_best b0;
+        assert_int_equal(store_open(db, &st, err, sizeof err), 0);
+        graph_init(&g, st);
+        assert_int_equal(graph_task_best(&g, task, &b0), 0);
+        int claimed = b0.found && cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(
+                                      cJSON_GetObjectItemCaseSensitive(b0.out.json, "body"), "speedup"));
+        graph_best_free(&b0);
+        graph_free(&g);
+        store_close(st);
+        if (!claimed) {
+            print_message("skip: no ratio claimed in this build (no icount plugin next to kope)\n");
+            skip();
+        }
+    }
     int64_t qids[N_CALLS_MAX];
     int nq = 0;
     push_calls(db, task, 1, qids, &nq);
