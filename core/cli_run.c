@@ -273,7 +273,7 @@ int cli_run(struct cli *c, int argc, char **argv)
     }
     struct kope_config *cfg = cli_config(c);
     if (!o.target)
-        o.target = cfg ? kope_config_str(cfg, "platform.name", "k3") : "k3";
+        o.target = cfg ? kope_config_str(cfg, "platform.name", PLAT_DEFAULT_TARGET) : PLAT_DEFAULT_TARGET;
     if (!platform_find(o.target)) {
         fprintf(stderr, "kope run: no platform '%s'\n", o.target);
         free(seed);
@@ -408,7 +408,7 @@ int cli_queue(struct cli *c, int argc, char **argv)
         o.llm = have ? &ls : NULL;
         o.log = stdout;
         struct kope_config *cfg = cli_config(c);
-        o.target = cfg ? kope_config_str(cfg, "platform.name", "k3") : "k3";
+        o.target = cfg ? kope_config_str(cfg, "platform.name", PLAT_DEFAULT_TARGET) : PLAT_DEFAULT_TARGET;
         if (!have)
             fprintf(stderr, "kope queue: no LLM endpoint configured: only answered calls are applied\n");
         int rc = agent_queue_flush(&g, &o, NULL, 1, &sent, &applied, err, sizeof err);
@@ -419,6 +419,12 @@ int cli_queue(struct cli *c, int argc, char **argv)
             store_queue_count(st, "pending", &left);
             printf("sent %d, applied %d, still queued %lld\n", sent, applied, (long long)left);
             ret = CLI_OK;
+            if (have && left > 0) { /* asked to send and could not: say so in the exit code */
+                fprintf(stderr, "kope queue: %lld call(s) still queued: the link is down (see `kope queue list`)\n"
+                                "hint: check the endpoint with `kope llm check`, then run `kope queue flush` again\n",
+                        (long long)left);
+                ret = CLI_FAIL;
+            }
         }
         graph_free(&g);
         llm_settings_free(&ls);

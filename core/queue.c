@@ -44,8 +44,14 @@ int queue_send(struct run *r, const struct store_queue_row *row)
     const cJSON *usr = cJSON_GetObjectItemCaseSensitive(j, "user");
     const cJSON *est = cJSON_GetObjectItemCaseSensitive(j, "est");
     if (!cJSON_IsString(sys) || !cJSON_IsString(usr)) {
+        /* our own row is broken, not the link: drop it (keeping why) and
+         * let the pump go on with the next */
         cJSON_Delete(j);
+        run_say(r, "  llm: call %lld has a malformed prompt: dropped\n", (long long)row->qid);
+        store_queue_retry(r->g->st, row->qid, 0, "malformed prompt (not {system, user}): dropped");
         rc = store_queue_drop(r->g->st, row->qid);
+        if (!rc)
+            rc = 2;
         goto out;
     }
     struct llm_message msgs[2] = {{"system", sys->valuestring}, {"user", usr->valuestring}};
@@ -261,6 +267,8 @@ int queue_pump(struct run *r, int force, const uint8_t *task, const struct plat_
                 goto out;
             if (rc == 0)
                 break; /* link down: the rest wait for the backoff */
+            if (rc == 2)
+                continue; /* a malformed row, dropped: not the link */
             if (sent)
                 (*sent)++;
         }

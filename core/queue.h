@@ -13,7 +13,8 @@
 #include "store/queue.h"
 
 /* Send one pending row: 1 answered (row 'sent'), 0 link down (backoff set,
- * row stays 'pending'), or a negative code. */
+ * row stays 'pending'), 2 the row itself was malformed (dropped, the link
+ * untouched), or a negative code. */
 int queue_send(struct run *r, const struct store_queue_row *row);
 /* Evaluate an answered row's kernel and record it, marking the row done, in
  * one transaction. tk: the row's task when the caller holds it, else NULL

@@ -173,7 +173,10 @@ int store_queue_done(struct store *st, int64_t qid)
 int store_queue_drop(struct store *st, int64_t qid)
 {
     sqlite3_stmt *s = NULL;
-    int rc = prep(st, "UPDATE llm_queue SET state = 'failed', error = 'dropped'"
+    /* the row keeps the error that led to the drop (a 401, a malformed
+     * prompt): `kope queue list` shows why, not only that */
+    int rc = prep(st, "UPDATE llm_queue SET state = 'failed', error = CASE WHEN error IS NULL OR error = ''"
+                      " THEN 'dropped' ELSE 'dropped: ' || error END"
                       " WHERE qid = ?1 AND state IN ('pending', 'sent')", &s);
     if (rc)
         return rc;
