@@ -155,8 +155,12 @@ static void print_measure(const struct plat_measure *m)
         printf("measure: FAIL %s: %s\n", plat_fail_name(m->reason), m->detail);
         return;
     }
-    printf("measure: %s\n", m->emulated ? "EMULATED (qemu, or a fake toolkit): times below are not "
-                                          "speed; only vcost/icount ratios are claimed" : "native");
+    printf("measure: %s\n", !m->emulated ? "native"
+                           : strstr(m->method, "virtual machine: not a speed")
+                               ? "VIRTUAL MACHINE (native code, emulated machine): times below are "
+                                 "not speed; virtual machine: not a speed"
+                               : "EMULATED (qemu, or a fake toolkit): times below are not "
+                                 "speed; only vcost/icount ratios are claimed");
     printf("  how: %s\n", m->method);
     printf("  %-12s median %10.0f ns  min %10.0f ns  spread %5.1f%%  repeats %d", "candidate",
            m->median_ns, m->min_ns, 100 * m->spread, m->repeats);

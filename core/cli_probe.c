@@ -63,7 +63,10 @@ static void probe_print(const struct plat_probe *r)
         probe_print_other(r);
         return;
     }
-    printf("target     k3%s\n", r->emulated ? " (EMULATED under qemu-user: no hardware claims)" : " (native)");
+    printf("target     k3%s\n", !r->emulated ? " (native)"
+                                  : strstr(r->note, "virtual machine")
+                                      ? " (native in a virtual machine: not a speed, no hardware claims)"
+                                      : " (EMULATED under qemu-user: no hardware claims)");
     printf("isa        %s\n", r->isa);
     printf("vlen       %d bits\n", r->vlen_bits);
     if (r->emulated) {

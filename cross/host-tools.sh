@@ -5,6 +5,7 @@
 # command to run instead and exits 1.
 #
 #   bash cross/host-tools.sh            # everything: x86_64 + riscv64 + aarch64
+#   bash cross/host-tools.sh board      # and the board VM's (make board-vm, test-board)
 set -euo pipefail
 
 PKGS="make gcc libc6-dev file xz-utils bzip2 tcl dpkg-dev ca-certificates
@@ -13,6 +14,11 @@ PKGS="make gcc libc6-dev file xz-utils bzip2 tcl dpkg-dev ca-certificates
       gcc-12-riscv64-linux-gnu libc6-dev-riscv64-cross binutils-riscv64-linux-gnu
       gcc-12-aarch64-linux-gnu libc6-dev-arm64-cross binutils-aarch64-linux-gnu
       qemu-user bc"
+# the board VM (cross/board-vm.sh): full-system qemu, its firmware, the
+# image tools (mmdebstrap --variant=extract needs no binfmt_misc)
+if [ "${1:-}" = board ]; then
+  PKGS="$PKGS qemu-system-misc opensbi mmdebstrap e2fsprogs cpio kmod xz-utils"
+fi
 
 missing=""
 for p in $PKGS; do

@@ -61,6 +61,11 @@ static void test_no_vector_unit_refused(void **s)
     int rc = run_cmd(out, sizeof out, QEMU "v=false %s graph stats", bin);
     assert_int_equal(rc, 1);
     assert_non_null(strstr(out, "no V extension"));
+    /* --version still answers (from the check's own V-free code: main may be
+     * vectorised, and died of SIGILL here in the board VM's v=false boot) */
+    rc = run_cmd(out, sizeof out, QEMU "v=false %s --version", bin);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "kope 0."));
 }
 
 static void test_vlen256_runs(void **s)
@@ -74,6 +79,85 @@ static void test_vlen256_runs(void **s)
     assert_non_null(strstr(out, "vector length 256 bits"));
 }
 
+/* ---- virtual-machine detection (plat_vm_detect), on fixture trees laid
+ * out like the real /proc and /sys: runs on every build. */
+
+static const char *fixture(const char *name)
+{
+    static char root[512];
+    snprintf(root, sizeof root, "%s/%s", getenv("KOPE_TEST_TMP"), name);
+    return root;
+}
+
+static void put(const char *root, const char *rel, const char *data, size_t len)
+{
+    char path[1024], dir[1100];
+    snprintf(path, sizeof path, "%s%s", root, rel);
+    snprintf(dir, sizeof dir, "mkdir -p \"$(dirname '%s')\"", path);
+    assert_int_equal(system(dir), 0);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, len, f), len);
+    fclose(f);
+}
+
+#define CPUINFO_QEMU "processor\t: 0\nhart\t\t: 0\nisa\t\t: rv64imafdcvh_zba_zbb_zbs\n" \
+                     "mmu\t\t: sv57\nmvendorid\t: 0x0\nmarchid\t\t: 0x70216\n"
+#define CPUINFO_K3 "processor\t: 0\nhart\t\t: 0\nisa\t\t: rv64imafdcv_zba_zbb_zbs\n" \
+                   "mvendorid\t: 0x710\nmarchid\t\t: 0x8000000058000002\n"
+
+static void test_vm_qemu_virt_detected(void **s)
+{
+    (void)s;
+    char why[256];
+    const char *r = fixture("virt");
+    /* what qemu-system-riscv64 -machine virt shows (read in the board VM) */
+    put(r, "/proc/device-tree/compatible", "riscv-virtio\0", 13);
+    put(r, "/proc/device-tree/model", "riscv-virtio,qemu\0", 18);
+    put(r, "/proc/cpuinfo", CPUINFO_QEMU, strlen(CPUINFO_QEMU));
+    assert_int_equal(plat_vm_detect(r, why, sizeof why), 1);
+    assert_non_null(strstr(why, "riscv-virtio"));
+    /* a machine that hides the device tree is still caught by its vendor id */
+    const char *r2 = fixture("virt-no-dt");
+    put(r2, "/proc/cpuinfo", CPUINFO_QEMU, strlen(CPUINFO_QEMU));
+    assert_int_equal(plat_vm_detect(r2, why, sizeof why), 1);
+    assert_non_null(strstr(why, "mvendorid 0x0"));
+}
+
+static void test_vm_board_not_detected(void **s)
+{
+    (void)s;
+    char why[256];
+    const char *r = fixture("k3");
+    static const char compat[] = "spacemit,k3-pico-itx\0spacemit,k3\0";
+    put(r, "/proc/device-tree/compatible", compat, sizeof compat - 1);
+    put(r, "/proc/device-tree/model", "SpacemiT K3\0", 12);
+    put(r, "/proc/cpuinfo", CPUINFO_K3, strlen(CPUINFO_K3));
+    assert_int_equal(plat_vm_detect(r, why, sizeof why), 0);
+    /* and says what it saw, for the board engineer reading `kope probe` */
+    assert_non_null(strstr(why, "spacemit,k3-pico-itx"));
+    assert_non_null(strstr(why, "0x710"));
+    /* nothing readable at all: no sign, no claim of one */
+    assert_int_equal(plat_vm_detect(fixture("empty"), why, sizeof why), 0);
+}
+
+static void test_vm_hypervisor_signs(void **s)
+{
+    (void)s;
+    char why[256];
+    const char *r = fixture("kvm");
+    put(r, "/sys/class/dmi/id/sys_vendor", "QEMU\n", 5);
+    assert_int_equal(plat_vm_detect(r, why, sizeof why), 1);
+    assert_non_null(strstr(why, "QEMU"));
+    const char *x = fixture("xen");
+    put(x, "/sys/hypervisor/type", "xen\n", 4);
+    assert_int_equal(plat_vm_detect(x, why, sizeof why), 1);
+    const char *h = fixture("x86-guest");
+    put(h, "/proc/cpuinfo", "flags\t\t: fpu vme sse2 hypervisor lahf_lm\n", 42);
+    assert_int_equal(plat_vm_detect(h, why, sizeof why), 1);
+    assert_non_null(strstr(why, "hypervisor"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -81,6 +165,9 @@ int main(void)
         cmocka_unit_test(test_vlen128_refused),
         cmocka_unit_test(test_no_vector_unit_refused),
         cmocka_unit_test(test_vlen256_runs),
+        cmocka_unit_test(test_vm_qemu_virt_detected),
+        cmocka_unit_test(test_vm_board_not_detected),
+        cmocka_unit_test(test_vm_hypervisor_signs),
     };
     return cmocka_run_group_tests_name("hostcheck", tests, NULL, NULL);
 }

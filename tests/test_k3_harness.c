@@ -132,7 +132,7 @@ static void test_good_add_passes(void **state)
             plat_fail_name(m.reason), m.median_ns, m.n_baselines, m.method);
     assert_true(m.ok);
     assert_true(m.median_ns > 0);
-    assert_int_equal(m.n_baselines, 2); /* scalar-O2, autovec-O3 (no BLAS for add) */
+    assert_int_equal(m.n_baselines, 3); /* scalar-O2, autovec-O3, openblas (scopy+saxpy, 4c3f8ca) */
     assert_string_equal(m.base[0].name, "scalar-O2");
     if (m.emulated && !m.has_icount)
         assert_true(m.base[0].ratio == 0); /* no speed claims under emulation */

@@ -156,9 +156,15 @@ static void test_export_builds_and_selftest_passes(void **state)
     free(h);
 
     /* the library's own Makefile: riscv64 static library and the self-test */
-    assert_int_equal(sh("make -s -C lib"), 0);
+    int mk = sh("make -s -C lib");
+    if (mk)
+        fprintf(stderr, "make -C lib:\n%s\n", out);
+    assert_int_equal(mk, 0);
     assert_int_equal(access("lib/libkope_kernels.a", F_OK), 0);
-    assert_int_equal(sh("make -s -C lib check"), 0);
+    mk = sh("make -s -C lib check");
+    if (mk)
+        fprintf(stderr, "make -C lib check:\n%s\n", out);
+    assert_int_equal(mk, 0);
     assert_non_null(strstr(out, "ok   kope_silu_silu_4864"));
     assert_non_null(strstr(out, "ok   kope_argmax_argmax_vocab_32000x8"));
     assert_non_null(strstr(out, "2 kernel(s)"));

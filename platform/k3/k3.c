@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "platform/embed.h"
+#include "platform/hostcheck.h"
 #include "platform/k3/k3.h"
 #include "platform/k3/k3_icount.h"
 #include "platform/report.h"
@@ -416,6 +417,12 @@ static int blas_peer_op(enum plat_op op)
 /* The VLEN the emulator runs with: its vlen= option, else qemu's default 128. */
 static int runner_vlen(const struct k3 *k)
 {
+    if (k->native && !k->runner[0]) { /* natively (a board, the board VM): vlenb */
+        char msg[512];
+        unsigned vlen = 0;
+        plat_host_check(msg, sizeof msg, &vlen);
+        return (int)vlen;
+    }
     const char *vl = strstr(k->runner, "vlen=");
     return vl ? atoi(vl + 5) : 128;
 }
@@ -449,7 +456,12 @@ static int k3_open(struct platform *p)
     else
         snprintf(k->runner, sizeof k->runner, "%s", k->native ? "" : K3_QEMU);
     runner_absolute(k);
-    k->emulated = !k->native || strstr(k->runner, "qemu") != NULL;
+    /* Natively inside a virtual machine (the board VM of tests/board, a
+     * cloud RISC-V guest) candidates still compile and run directly, but
+     * wall time there is the emulator's: label it, claim no ratio from it. */
+    if (k->native)
+        k->vm = plat_vm_detect("", k->vm_why, sizeof k->vm_why);
+    k->emulated = !k->native || strstr(k->runner, "qemu") != NULL || k->vm;
     k->is_clang = strstr(k->cc, "clang") != NULL;
 
     if (!cmd_found(k->cc))
@@ -485,7 +497,7 @@ static int k3_open(struct platform *p)
     if (mkdir(k->rt, 0700) != 0 && errno != EEXIST)
         return set_err(p, PLAT_ERR_WORKDIR, "mkdir %.300s: %.100s", k->rt, strerror(errno));
     blas_find(k, s->deps_sysroot);
-    if (k->emulated)
+    if (strstr(k->runner, "qemu")) /* the plugin is qemu-user's: never natively in a VM */
         plugin_find(k, s->icount_plugin);
     int dl = s->dlen_bits;
     if (dl && (dl < 32 || (dl & (dl - 1)) || (k->emulated && dl > runner_vlen(k))))
@@ -513,15 +525,19 @@ static int k3_describe(struct platform *p, struct plat_desc *out)
     snprintf(out->name, sizeof out->name, "k3");
     snprintf(out->arch, sizeof out->arch, "riscv64");
     snprintf(out->isa, sizeof out->isa, "rv64gcv_zba_zbb_zbs");
-    /* emulated: the runner's vlen= (256 by default); natively `kope probe` says */
-    out->vlen_bits = k->emulated ? runner_vlen(k) : 0;
+    /* under qemu-user: the runner's vlen= (256 by default); natively the
+     * hardware's, read by the start-up check */
+    out->vlen_bits = runner_vlen(k);
     out->emulated = k->emulated;
     snprintf(out->cc, sizeof out->cc, "%.150s %.100s", k->cc, k->cflags);
     snprintf(out->runner, sizeof out->runner, "%.250s", k->runner);
-    snprintf(out->note, sizeof out->note, "%s%s%s",
-             k->emulated ? "emulated (qemu-user): correctness and instruction counts only, "
-                           "times are not speeds"
-                         : "native riscv64",
+    char vm[PLAT_DETAIL_MAX];
+    snprintf(vm, sizeof vm, "native riscv64 in a virtual machine: not a speed (%.100s)", k->vm_why);
+    snprintf(out->note, sizeof out->note, "%.150s%.80s%.25s",
+             k->vm ? vm
+             : k->emulated ? "emulated (qemu-user): correctness and instruction counts only, "
+                             "times are not speeds"
+                           : "native riscv64",
              k->blas_dir[0] ? "; OpenBLAS baseline for gemm, gemm_nt, gemv, axpy, scale, add, l2norm"
                             : "; no OpenBLAS baseline found",
              k->plugin[0] ? "; icount plugin loaded" : "");
@@ -1035,8 +1051,9 @@ static int k3_measure(struct platform *p, const struct plat_task *t, const struc
         out->reason = PLAT_FAIL_HARNESS;
         snprintf(out->detail, sizeof out->detail, "no timing was reported");
     }
-    snprintf(out->method, sizeof out->method, "%.330s%s", h->r.method,
-             k->emulated ? "; EMULATED: qemu wall time, not a speed" : "");
+    snprintf(out->method, sizeof out->method, "%.300s%s", h->r.method,
+             k->vm ? "; virtual machine: not a speed"
+             : k->emulated ? "; EMULATED: qemu wall time, not a speed" : "");
     out->has_icount = h->r.has_icount;
     out->cycles = h->r.cycles;
     plat_task_work(t, &out->flops, &out->bytes);

@@ -33,7 +33,10 @@ struct k3 {
     char runner[K3_CMD_MAX];  /* "" = run directly */
     char ldflags[64];         /* linker choice for harness programs ("-fuse-ld=lld" or "") */
     int native;               /* running on riscv64 */
-    int emulated;             /* candidates run under an emulator */
+    int emulated;             /* candidates run under an emulator, or natively in a
+                                 virtual machine (vm): no time is a speed */
+    int vm;                   /* native, but the machine is virtual (plat_vm_detect) */
+    char vm_why[200];         /* the sign found, or what was seen when none */
     int is_clang;
     char work[200];           /* work dir; removed at close when own_work */
     int own_work;

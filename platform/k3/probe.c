@@ -249,6 +249,13 @@ int k3_probe(struct platform *p, struct plat_probe *out)
         snprintf(p->err, sizeof p->err, "probe output not understood: %.300s", text);
         goto out;
     }
+    if (k->vm) /* natively, in a virtual machine: ISA and VLEN are the virtual CPU's */
+        snprintf(out->note, sizeof out->note,
+                 "virtual machine: not a speed (%.140s); ISA and VLEN are the virtual CPU's, "
+                 "no claim about speed, cores or caches", k->vm_why);
+    else if (k->native)
+        snprintf(out->method + strlen(out->method), sizeof out->method - strlen(out->method), "%s%.100s",
+                 out->method[0] ? "; " : "", k->vm_why);
 
     /* OpenBLAS from the deps sysroot: usable only if its VLEN fits */
     if (k->blas_dir[0]) {
