@@ -154,7 +154,7 @@ int cli_context(struct cli *c, int argc, char **argv)
                 suite.name);
         goto out;
     }
-    if (cli_graph_open(c, &g, 0) != CLI_OK)
+    if (cli_graph_open(c, &g, CLI_GRAPH_READONLY) != CLI_OK)
         goto out;
     have_graph = 1;
     if (!endpoint) {

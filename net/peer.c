@@ -410,8 +410,16 @@ int net_peer_listen(const char *host, const char *port, struct net_peer_listener
     if (!l)
         return NET_ERR_NOMEM;
     mbedtls_net_init(&l->net);
+    errno = 0;
     if ((m = mbedtls_net_bind(&l->net, host && *host ? host : NULL, port, MBEDTLS_NET_PROTO_TCP))) {
-        say(err, err_cap, "listen", m);
+        int e = errno; /* bind()'s, kept by mbedTLS's close() of the socket */
+        if (e == EADDRINUSE && err && err_cap)
+            snprintf(err, err_cap, "listen: address %s:%s is already in use (another process, "
+                     "perhaps a running kope serve, holds that port)", host && *host ? host : "*", port);
+        else if ((e == EACCES || e == EADDRNOTAVAIL) && err && err_cap)
+            snprintf(err, err_cap, "listen: %s:%s: %s", host && *host ? host : "*", port, strerror(e));
+        else
+            say(err, err_cap, "listen", m);
         free(l);
         return NET_ERR_LISTEN;
     }
@@ -477,8 +485,17 @@ int net_peer_connect(struct net_peer_conf *c, const char *host, const char *port
     *out = NULL;
     if ((rc = peer_new(c, &p)))
         return rc;
+    errno = 0;
     if ((m = mbedtls_net_connect(&p->net, host, port, MBEDTLS_NET_PROTO_TCP))) {
-        say(err, err_cap, "connect", m);
+        int e = errno; /* connect()'s, kept by mbedTLS's close() of the socket */
+        if (m == MBEDTLS_ERR_NET_UNKNOWN_HOST && err && err_cap)
+            snprintf(err, err_cap, "connect: no address found for host '%s'", host);
+        else if (e == ECONNREFUSED && err && err_cap)
+            snprintf(err, err_cap, "connect: nothing listening at %s:%s (connection refused)", host, port);
+        else if (e && err && err_cap)
+            snprintf(err, err_cap, "connect to %s:%s: %s", host, port, strerror(e));
+        else
+            say(err, err_cap, "connect", m);
         rc = m == MBEDTLS_ERR_NET_UNKNOWN_HOST ? NET_ERR_DNS : NET_ERR_CONNECT;
         goto out;
     }
