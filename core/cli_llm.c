@@ -269,8 +269,8 @@ static int llm_check(struct cli *c, int argc, char **argv)
     }
     if (!s.base_url) {
         /* nothing to check: say so, not "base URL from not set" */
-        fprintf(stderr, "kope llm check: no LLM endpoint is configured (no llm.base_url in %s, no "
-                        "$KOPE_LLM_BASE_URL)\n", kope_config_path(cfg) ? kope_config_path(cfg) : "a config");
+        fprintf(stderr, "kope llm check: no LLM endpoint is configured: no base URL (llm.base_url in "
+                        "%s, or $KOPE_LLM_BASE_URL)\n", kope_config_path(cfg) ? kope_config_path(cfg) : "a config");
         cli_hint("set llm.base_url and llm.model in kope.json, or export KOPE_LLM_BASE_URL and "
                  "KOPE_LLM_MODEL (docs/LLM.md); `kope run --offline` needs no LLM");
         goto out;
