@@ -255,6 +255,49 @@ static int blob_ref_parse(const char *ref, uint8_t hash[32])
     return strlen(ref) == 64 ? util_unhex(ref, hash, 32) : KOPE_ERR_PARSE;
 }
 
+/* The bytes a blob stores for text: text itself, or a copy in *fixed (heap)
+ * with the bytes that cannot travel as a JSON string replaced. Byte by
+ * byte: a valid multi-byte sequence is kept, anything else becomes '?'. */
+static int blob_text(const char *text, size_t len, char **fixed)
+{
+    *fixed = NULL;
+    if (canon_utf8_valid(text, len) && !memchr(text, '\0', len))
+        return 0;
+    if (!(*fixed = malloc(len + 1)))
+        return KOPE_ERR_NOMEM;
+    char *f = *fixed;
+    size_t i = 0;
+    while (i < len) {
+        size_t n = 1;
+        unsigned char c = (unsigned char)text[i];
+        if (c >= 0xc0)
+            n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+        if (c != 0 && i + n <= len && canon_utf8_valid(text + i, n)) {
+            memcpy(f + i, text + i, n);
+        } else {
+            f[i] = '?';
+            n = 1;
+        }
+        i += n;
+    }
+    f[len] = '\0';
+    return 0;
+}
+
+int graph_blob_ref(const char *text, size_t len, char ref[GRAPH_BLOB_REF])
+{
+    uint8_t h[32];
+    char *fixed;
+    int rc = blob_text(text, len, &fixed);
+    if (rc)
+        return rc;
+    net_sha256(fixed ? fixed : text, len, h);
+    strcpy(ref, "sha256:");
+    util_hex(h, 32, ref + 7);
+    free(fixed);
+    return 0;
+}
+
 int graph_blob_put(struct graph *g, const char *text, size_t len, char ref[GRAPH_BLOB_REF])
 {
     uint8_t h[32];
@@ -262,28 +305,10 @@ int graph_blob_put(struct graph *g, const char *text, size_t len, char ref[GRAPH
     int rc;
     if (len > GRAPH_BLOB_MAX)
         return seterr(g, KOPE_ERR_TOOBIG, "text over the blob limit");
-    if (!canon_utf8_valid(text, len) || memchr(text, '\0', len)) {
-        /* Replace bytes that cannot travel as a JSON string. Byte by byte:
-         * a valid multi-byte sequence is kept, anything else becomes '?'. */
-        if (!(fixed = malloc(len + 1)))
-            return KOPE_ERR_NOMEM;
-        size_t i = 0;
-        while (i < len) {
-            size_t n = 1;
-            unsigned char c = (unsigned char)text[i];
-            if (c >= 0xc0)
-                n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
-            if (c != 0 && i + n <= len && canon_utf8_valid(text + i, n)) {
-                memcpy(fixed + i, text + i, n);
-            } else {
-                fixed[i] = '?';
-                n = 1;
-            }
-            i += n;
-        }
-        fixed[len] = '\0';
+    if ((rc = blob_text(text, len, &fixed)))
+        return rc;
+    if (fixed)
         text = fixed;
-    }
     net_sha256(text, len, h);
     strcpy(ref, "sha256:");
     util_hex(h, 32, ref + 7);

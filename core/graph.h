@@ -78,6 +78,8 @@ void graph_rollback(struct graph *g);
  * the wire); a text over GRAPH_BLOB_MAX is KOPE_ERR_TOOBIG. */
 #define GRAPH_BLOB_REF 72
 int graph_blob_put(struct graph *g, const char *text, size_t len, char ref[GRAPH_BLOB_REF]);
+/* The reference graph_blob_put would give text, without storing it. */
+int graph_blob_ref(const char *text, size_t len, char ref[GRAPH_BLOB_REF]);
 /* The text of a blob reference ("sha256:HEX" or bare HEX). *out heap, caller frees. */
 int graph_blob_get(struct graph *g, const char *ref, char **out, size_t *len);
 

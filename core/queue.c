@@ -8,7 +8,7 @@
  *   pending --link down--> pending (tries+1, next_try = now + backoff)
  *   pending --final error (401, 404, bad certificate)--> failed, LLM off
  *   sent --apply--> done, in the transaction that records the decision and
- *                   outcome (core/agent.c agent_record_trial)
+ *                   outcome (core/trial.c trial_run)
  * A kill anywhere leaves a row pending (sent again later) or sent (applied
  * later, not asked again): each call is applied exactly once.
  */
@@ -17,7 +17,8 @@
 
 #include <cJSON.h>
 
-#include "core/agent_int.h"
+#include "core/queue.h"
+#include "core/trial.h"
 #include "core/err.h"
 #include "core/graph.h"
 #include "core/tokens.h"
@@ -27,9 +28,7 @@
 #include "store/store.h"
 
 
-/* Send one pending row. Returns 1 if answered (row now 'sent'), 0 if the
- * link failed (row stays pending, backoff set), or a negative code. */
-int agent_queue_send(struct run *r, const struct store_queue_row *row)
+int queue_send(struct run *r, const struct store_queue_row *row)
 {
     char *req = NULL, *body = NULL;
     size_t len;
@@ -57,15 +56,15 @@ int agent_queue_send(struct run *r, const struct store_queue_row *row)
     cJSON_Delete(j);
     if (rc) {
         if (net_err_retryable(rc)) {
-            int64_t next = agent_now_ms() + r->backoff_ms;
+            int64_t next = run_now_ms() + r->backoff_ms;
             r->link_retry_ms = next;
             r->backoff_ms = r->backoff_ms * 2 > AGENT_BACKOFF_MAX_MS ? AGENT_BACKOFF_MAX_MS : r->backoff_ms * 2;
-            agent_say(r, "  llm: link down (%s); call %lld stays queued, tuner carries on\n", rep.error,
+            run_say(r, "  llm: link down (%s); call %lld stays queued, tuner carries on\n", rep.error,
                 (long long)row->qid);
             rc = store_queue_retry(r->g->st, row->qid, next, rep.error);
             goto out;
         }
-        agent_say(r, "  llm: %s: LLM disabled for this run (call %lld dropped)\n", rep.error, (long long)row->qid);
+        run_say(r, "  llm: %s: LLM disabled for this run (call %lld dropped)\n", rep.error, (long long)row->qid);
         llm_client_free(r->llm);
         r->llm = NULL;
         store_queue_retry(r->g->st, row->qid, 0, rep.error);
@@ -79,7 +78,7 @@ int agent_queue_send(struct run *r, const struct store_queue_row *row)
      * a failure to store the factor costs accuracy only, so the call goes on */
     if (rep.n_tokens_in > 0 && r->o->llm && r->o->llm->base_url &&
         tokens_calibrate(r->g->st, r->o->llm->base_url, n_raw, rep.n_tokens_in))
-        agent_say(r, "  llm: could not store the token calibration: %s\n", store_errmsg(r->g->st));
+        run_say(r, "  llm: could not store the token calibration: %s\n", store_errmsg(r->g->st));
     /* keep what the reply means, not the transport: content and usage */
     cJSON *kept = cJSON_CreateObject();
     if (!kept) {
@@ -87,6 +86,13 @@ int agent_queue_send(struct run *r, const struct store_queue_row *row)
         goto out;
     }
     cJSON_AddStringToObject(kept, "content", rep.content ? rep.content : "");
+    /* why the reply ended and what else it held: a cut or reasoning-only
+     * reply is its own outcome, with its numbers (queue_apply) */
+    if (rep.finish_reason)
+        cJSON_AddStringToObject(kept, "finish_reason", rep.finish_reason);
+    cJSON_AddNumberToObject(kept, "reasoning_bytes", (double)(rep.reasoning ? strlen(rep.reasoning) : 0));
+    if (r->o->llm && r->o->llm->max_tokens > 0)
+        cJSON_AddNumberToObject(kept, "max_tokens", (double)r->o->llm->max_tokens);
     cJSON_AddNumberToObject(kept, "tokens_in", (double)(rep.n_tokens_in >= 0 ? rep.n_tokens_in : est_in));
     cJSON_AddNumberToObject(kept, "tokens_out",
                             (double)(rep.n_tokens_out >= 0 ? rep.n_tokens_out
@@ -139,16 +145,45 @@ static int rows_cb(void *ctx, const struct store_queue_row *row)
     return 0;
 }
 
-/* Apply one answered row: evaluate its kernel, record the trial and mark
- * the row done in one transaction. te: the task when the caller has it. */
-int agent_queue_apply(struct run *r, const struct store_queue_row *row, const struct plat_task *tk)
+/* A reply without a kernel that says why: cut at max_tokens (its own
+ * status, "truncated", with the numbers) or reasoning only. kept is the
+ * stored reply (queue_send). */
+static void reply_cut(const cJSON *kept, struct proposal *pr, char *buf, size_t cap)
+{
+    const cJSON *fr = cJSON_GetObjectItemCaseSensitive(kept, "finish_reason");
+    const cJSON *rb = cJSON_GetObjectItemCaseSensitive(kept, "reasoning_bytes");
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(kept, "max_tokens");
+    const cJSON *content = cJSON_GetObjectItemCaseSensitive(kept, "content");
+    long reasoning = cJSON_IsNumber(rb) ? (long)rb->valuedouble : 0;
+    size_t clen = cJSON_IsString(content) ? strlen(content->valuestring) : 0;
+    if (cJSON_IsString(fr) && strcmp(fr->valuestring, "length") == 0) {
+        char lim[32] = "";
+        if (cJSON_IsNumber(mt))
+            snprintf(lim, sizeof lim, " (%ld)", (long)mt->valuedouble);
+        snprintf(buf, cap,
+                 "reply truncated at max_tokens%s: %ld completion tokens, %zu bytes of content, %ld bytes of "
+                 "reasoning; no complete kernel (raise llm.max_tokens)",
+                 lim, pr->tokens_out, clen, reasoning);
+        pr->status = "truncated";
+        pr->no_code = buf;
+    } else if (!clen && reasoning > 0) {
+        snprintf(buf, cap, "reasoning-only reply: %ld bytes of reasoning_content, no content (finish_reason %s)",
+                 reasoning, cJSON_IsString(fr) ? fr->valuestring : "absent");
+        pr->no_code = buf;
+    }
+}
+
+int queue_apply(struct run *r, const struct store_queue_row *row, const struct plat_task *tk)
 {
     char hex[GRAPH_ID_HEX], *body = NULL;
     size_t len;
     int rc;
     struct llm_reply rep;
     struct task_suite one = {0};
+    struct history h;
+    char dup[160], cut[400];
     struct verdict *vd = calloc(1, sizeof *vd);
+    memset(&h, 0, sizeof h);
     llm_reply_init(&rep);
     if (!vd)
         return KOPE_ERR_NOMEM;
@@ -167,33 +202,41 @@ int agent_queue_apply(struct run *r, const struct store_queue_row *row, const st
     pr.tokens_in = cJSON_IsNumber(ti) ? (long)ti->valuedouble : 0;
     pr.tokens_out = cJSON_IsNumber(to) ? (long)to->valuedouble : 0;
     rc = llm_reply_extract(cJSON_IsString(content) ? content->valuestring : "", &rep);
-    cJSON_Delete(j);
-    if (rc)
+    if (rc) {
+        cJSON_Delete(j);
         goto out;
+    }
     pr.src = rep.kernel;
     pr.len = rep.kernel ? strlen(rep.kernel) : 0;
     pr.no_code = rep.no_code;
+    if (!pr.src)
+        reply_cut(j, &pr, cut, sizeof cut);
     pr.rationale = rep.rationale;
-    for (size_t i = 0; i < rep.n_tags; i++)
+    cJSON_Delete(j);
+    for (size_t i = 0; i < rep.n_tags && pr.n_tags < TRIAL_TAGS_MAX; i++)
         pr.tags[pr.n_tags++] = rep.tags[i];
     if (!tk) {
-        if ((rc = agent_task_from_record(r->g, row->task, &one)))
+        if ((rc = run_task_from_record(r->g, row->task, &one)))
             goto out;
         tk = &one.tasks[0].t;
     }
-    int n = 0;
-    if ((rc = agent_trial_count(r, row->task, &n)))
+    if ((rc = run_open_platform(r)) || (rc = history_load(r, row->task, &h)))
         goto out;
-    if ((rc = agent_evaluate(r, tk, &pr, vd, NULL)))
+    /* a kernel the graph already holds verified with this toolchain is not
+     * measured again: the trial says so (and the model reads it next time) */
+    int known = trial_known(r, &h, pr.src, pr.len);
+    if (known >= 0) {
+        snprintf(dup, sizeof dup, "the same kernel as decision %.12s, already verified with this toolchain: "
+                 "not measured again", h.tree.nodes[known].dec.id_hex);
+        pr.status = "duplicate";
+        pr.no_code = dup;
+    }
+    if ((rc = trial_run(r, row->task, tk, (int)h.n + 1, &pr, NULL, vd)))
         goto out;
-    uint8_t d[32], o[32];
-    rc = agent_record_trial(r, row->task, n + 1, &pr, vd, d, o);
-    if (!rc)
-        agent_say(r, "  llm call %lld applied to %s: %s%s%s\n", (long long)row->qid, tk->name, vd->status,
+    run_say(r, "  llm call %lld applied to %s: %s%s%s\n", (long long)row->qid, tk->name, vd->status,
             vd->pass ? "" : ": ", vd->pass ? "" : vd->reason);
 out:
-    if (vd->plat)
-        platform_build_free(vd->plat, &vd->b);
+    history_free(&h);
     free(vd);
     free(body);
     llm_reply_free(&rep);
@@ -202,18 +245,18 @@ out:
 }
 
 
-/* Send what may be sent, then apply every answered row (all tasks). */
-int agent_queue_pump(struct run *r, int force, int *sent, int *applied)
+int queue_pump(struct run *r, int force, const uint8_t *task, const struct plat_task *tk, int *sent,
+               int *applied)
 {
     struct rows rs = {0};
     int rc = 0;
-    if (r->llm && (force || agent_now_ms() >= r->link_retry_ms)) {
+    if (r->llm && (force || run_now_ms() >= r->link_retry_ms)) {
         if ((rc = store_queue_each(r->g->st, "pending", rows_cb, &rs)))
             goto out;
         for (size_t i = 0; i < rs.n && r->llm; i++) {
-            if (!force && rs.v[i].next_try > agent_now_ms())
+            if (!force && rs.v[i].next_try > run_now_ms())
                 continue;
-            rc = agent_queue_send(r, &rs.v[i]);
+            rc = queue_send(r, &rs.v[i]);
             if (rc < 0)
                 goto out;
             if (rc == 0)
@@ -225,10 +268,11 @@ int agent_queue_pump(struct run *r, int force, int *sent, int *applied)
     }
     if ((rc = store_queue_each(r->g->st, "sent", rows_cb, &rs)))
         goto out;
-    if (rs.n && (rc = agent_open_platform(r)))
+    if (rs.n && (rc = run_open_platform(r)))
         goto out;
     for (size_t i = 0; i < rs.n; i++) {
-        if ((rc = agent_queue_apply(r, &rs.v[i], NULL)))
+        int mine = task && tk && memcmp(rs.v[i].task, task, 32) == 0;
+        if ((rc = queue_apply(r, &rs.v[i], mine ? tk : NULL)))
             goto out;
         if (applied)
             (*applied)++;

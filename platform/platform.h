@@ -433,6 +433,10 @@ struct platform {
     char err[512];              /* message for rc, with errno text / file names */
 };
 
+/* The target kope uses when neither the command line nor the config
+ * (platform.name) names one: the one place it is spelled. */
+#define PLAT_DEFAULT_TARGET "k3"
+
 /* The ops table of a named target ("k3"), or NULL. The one place targets are
  * chosen. */
 const struct platform_ops *platform_find(const char *name);

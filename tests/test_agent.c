@@ -314,6 +314,73 @@ static void test_run_time_limit(void **state)
     assert_int_equal(nins, 5);
 }
 
+/* Sources of a task's decisions: *n of them, *distinct different ones. */
+static void count_sources(const char *db, const char *task, int *n, int *distinct)
+{
+    struct store *st;
+    char err[256];
+    struct graph g;
+    struct graph_tree t;
+    uint8_t id[32];
+    assert_int_equal(store_open(db, &st, err, sizeof err), 0);
+    graph_init(&g, st);
+    assert_int_equal(graph_task_find(&g, task, id), 0);
+    assert_int_equal(graph_tree_load(&g, id, &t), 0);
+    *n = (int)t.n;
+    *distinct = 0;
+    for (size_t i = 0; i < t.n; i++) {
+        const cJSON *s = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(t.nodes[i].dec.json, "body"),
+                                                          "source");
+        const cJSON *tc = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(t.nodes[i].dec.json, "body"),
+                                                           "toolchain");
+        assert_true(cJSON_IsString(s));
+        assert_true(cJSON_IsString(tc) && tc->valuestring[0]);
+        int seen = 0;
+        for (size_t k = 0; k < i && !seen; k++) {
+            const cJSON *o = cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(t.nodes[k].dec.json, "body"), "source");
+            seen = strcmp(o->valuestring, s->valuestring) == 0;
+        }
+        *distinct += !seen;
+    }
+    graph_tree_free(&t);
+    graph_free(&g);
+    store_close(st);
+}
+
+/* A re-run never re-measures a point the graph holds verified (same task,
+ * target, toolchain, source): its budget goes to new points and it starts
+ * from (and reports) the first run's best. --remeasure measures again. */
+static void test_rerun_measures_new_points(void **state)
+{
+    (void)state;
+    static char out[16384], out2[16384];
+    const char *db = tpath("rerun.db");
+    int rc = run_cmd(out, sizeof out, "%s --db %s run --task silu-4864 --offline --budget 4", kope_bin(), db);
+    if (rc != 0)
+        print_error("%s\n", out);
+    assert_int_equal(rc, 0);
+    rc = run_cmd(out2, sizeof out2, "%s --db %s run --task silu-4864 --offline --budget 4", kope_bin(), db);
+    if (rc != 0)
+        print_error("%s\n", out2);
+    assert_int_equal(rc, 0);
+    int n, distinct;
+    count_sources(db, "silu-4864", &n, &distinct);
+    assert_int_equal(n, 8);
+    assert_int_equal(distinct, 8);           /* no point measured twice */
+    /* the second run reports the task's best, which the first run found */
+    const char *row1 = strstr(out, "\nsilu-4864 "), *row2 = strstr(out2, "\nsilu-4864 ");
+    assert_non_null(row1);
+    assert_non_null(row2);
+    assert_memory_equal(row1, row2, strcspn(row1 + 1, "\n"));
+    /* asked to, it measures again: the default point a second time */
+    rc = run_cmd(out, sizeof out, "%s --db %s run --task silu-4864 --offline --budget 1 --remeasure", kope_bin(), db);
+    assert_int_equal(rc, 0);
+    count_sources(db, "silu-4864", &n, &distinct);
+    assert_int_equal(n, 9);
+    assert_int_equal(distinct, 8);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -322,6 +389,7 @@ int main(void)
         cmocka_unit_test(test_run_budget1),
         cmocka_unit_test(test_run_kill_resume),
         cmocka_unit_test(test_run_time_limit),
+        cmocka_unit_test(test_rerun_measures_new_points),
     };
     return cmocka_run_group_tests_name("agent", tests, NULL, NULL);
 }

@@ -134,6 +134,9 @@ static void test_good_add_passes(void **state)
     assert_true(m.median_ns > 0);
     assert_int_equal(m.n_baselines, 3); /* scalar-O2, autovec-O3, openblas (scopy+saxpy, 4c3f8ca) */
     assert_string_equal(m.base[0].name, "scalar-O2");
+    assert_string_equal(m.base[1].name, "autovec-O3");
+    if (m.n_baselines == 3)
+        assert_string_equal(m.base[2].name, "openblas");
     if (m.emulated && !m.has_icount)
         assert_true(m.base[0].ratio == 0); /* no speed claims under emulation */
     platform_build_free(P, &b);

@@ -538,8 +538,7 @@ static int k3_describe(struct platform *p, struct plat_desc *out)
              : k->emulated ? "emulated (qemu-user): correctness and instruction counts only, "
                              "times are not speeds"
                            : "native riscv64",
-             k->blas_dir[0] ? "; OpenBLAS baseline for gemm, gemm_nt, gemv, axpy, scale, add, l2norm"
-                            : "; no OpenBLAS baseline found",
+             k->blas_dir[0] ? "; OpenBLAS peer where BLAS is exact" : "; no OpenBLAS baseline found",
              k->plugin[0] ? "; icount plugin loaded" : "");
     return 0;
 }
