@@ -331,6 +331,10 @@ static int record(struct run *r, const uint8_t task[32], int trial, const struct
             goto rollback;
         cJSON_AddStringToObject(ob, "diag", dref);
     }
+    /* verified only at a cut-down shape (the emulation cap): the graph's best
+     * and the kernel export skip such an outcome (platform_verify says so) */
+    if (vd->v.reduced_shape)
+        cJSON_AddBoolToObject(ob, "reduced_shape", 1);
     if (vd->pass) {
         cJSON_AddBoolToObject(ob, "emulated", vd->m.emulated);
         if (vd->baseline[0]) {
