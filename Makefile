@@ -161,6 +161,7 @@ bench: $(BUILD)/kope $(BENCH_BIN)
 # tuner starts from what the first run found (the graph remembers).
 DEMO_BUDGET ?= 2
 demo: $(BUILD)/kope $(RV_DEPS)
+	$(Q)test -e kope.db || $(RUNNER) $(BUILD)/kope init # only init makes a store
 	$(Q)$(RUNNER) $(BUILD)/kope run --offline --budget $(DEMO_BUDGET)
 	$(Q)$(RUNNER) $(BUILD)/kope report --html kope-report.html
 

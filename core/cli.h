@@ -27,19 +27,35 @@ struct cli {
     struct kope_config *cfg; /* loaded by cli_config() */
 };
 
-/* Open the store at c->db_path (migrating it) on first use. Prints the error
- * and returns NULL on failure. Owned by c; closed by main. */
+/* Open the existing store at c->db_path (migrating it) on first use: a
+ * missing store is an error (only `kope init` creates one). Prints the
+ * error and a hint, returns NULL on failure. Owned by c; closed by main. */
 struct store *cli_store(struct cli *c);
+/* The same with a store_mode (store/store.h): STORE_CREATE for `kope init`,
+ * STORE_READONLY for commands that only read. A read-only handle is
+ * replaced when a later call wants to write. */
+struct store *cli_store_mode(struct cli *c, int mode);
 /* Load the config file on first use (an absent default file is an empty
  * config). Prints the error and returns NULL on failure. Owned by c. */
 struct kope_config *cli_config(struct cli *c);
+/* main() loads the config once, before any command does work: bad JSON, an
+ * unknown key or a wrong type exits 2 (CLI_USAGE) with FILE:LINE:COLUMN, a
+ * missing or unreadable file 1. Prints the error and a hint. */
+int cli_config_check(struct cli *c);
+/* Print "hint: ..." on stderr: the last line of an error a user can mend,
+ * saying what to do next. */
+void cli_hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 struct graph;
 /* Path of this device's private key: $KOPE_KEY, else DB.key. */
 const char *cli_key_path(struct cli *c, char *buf, size_t cap);
-/* Open the store and a graph on it; loads the identity (required if
- * need_identity, else optional). Prints errors; returns a CLI_* code. */
-int cli_graph_open(struct cli *c, struct graph *g, int need_identity);
+/* Open the store and a graph on it; loads the identity (required with
+ * CLI_GRAPH_IDENTITY, else optional). CLI_GRAPH_READONLY: the command only
+ * reads (store opened STORE_READONLY, no warning about a missing key).
+ * Prints errors and hints; returns a CLI_* code. */
+#define CLI_GRAPH_IDENTITY 1
+#define CLI_GRAPH_READONLY 2
+int cli_graph_open(struct cli *c, struct graph *g, int flags);
 
 /* True if argv holds -h or --help: every subcommand checks this first. */
 int cli_wants_help(int argc, char **argv);

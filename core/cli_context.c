@@ -150,7 +150,7 @@ int cli_context(struct cli *c, int argc, char **argv)
     if (endpoint)
         view.base_url = (char *)endpoint; /* borrowed for the call; ls keeps its own */
     o.llm = view.base_url ? &view : NULL;
-    if (cli_graph_open(c, &g, 0) != CLI_OK)
+    if (cli_graph_open(c, &g, CLI_GRAPH_READONLY) != CLI_OK)
         goto out;
     have_graph = 1;
     int arc = agent_prompt_next(&g, &o, &p, &nx, err, sizeof err);

@@ -38,7 +38,7 @@ static void graph_usage(FILE *f)
 
 static int do_stats(struct cli *c)
 {
-    struct store *st = cli_store(c);
+    struct store *st = cli_store_mode(c, STORE_READONLY);
     struct store_stats s;
     if (!st)
         return CLI_FAIL;
@@ -72,7 +72,7 @@ static int do_show(struct cli *c, const char *id)
 {
     struct graph g;
     struct graph_rec r;
-    if (cli_graph_open(c, &g, 0))
+    if (cli_graph_open(c, &g, CLI_GRAPH_READONLY))
         return CLI_FAIL;
     int rc = graph_get(&g, id, &r);
     if (rc) {
@@ -94,13 +94,16 @@ static int do_tree(struct cli *c, const char *task, int dot)
     struct graph g;
     struct graph_tree t;
     uint8_t id[32];
-    if (cli_graph_open(c, &g, 0))
+    if (cli_graph_open(c, &g, CLI_GRAPH_READONLY))
         return CLI_FAIL;
     int rc = graph_task_find(&g, task, id);
     if (!rc)
         rc = graph_tree_load(&g, id, &t);
     if (rc) {
         fprintf(stderr, "kope graph %s: %s\n", dot ? "dot" : "log", g.err[0] ? g.err : kope_strerror(rc));
+        if (rc == KOPE_ERR_NOTFOUND)
+            cli_hint("`kope tasks` lists the suite's task names; a task is in the graph once "
+                     "`kope run --task NAME` (or an import) has recorded it");
         graph_free(&g);
         return CLI_FAIL;
     }
@@ -206,7 +209,7 @@ static int do_vector(struct cli *c)
 {
     struct graph g;
     char *v = NULL;
-    if (cli_graph_open(c, &g, 0))
+    if (cli_graph_open(c, &g, CLI_GRAPH_READONLY))
         return CLI_FAIL;
     int rc = graph_vector(&g, &v);
     if (!rc)

@@ -263,6 +263,16 @@ static int llm_check(struct cli *c, int argc, char **argv)
     llm_reply_init(&r);
     if (llm_conf_load(cfg, &s, &o, err, sizeof err)) {
         printf("config FAIL  %s\n", err);
+        fflush(stdout);
+        cli_hint("see docs/LLM.md for each setting");
+        goto out;
+    }
+    if (!s.base_url) {
+        /* nothing to check: say so, not "base URL from not set" */
+        fprintf(stderr, "kope llm check: no LLM endpoint is configured: no base URL (llm.base_url in "
+                        "%s, or $KOPE_LLM_BASE_URL)\n", kope_config_path(cfg) ? kope_config_path(cfg) : "a config");
+        cli_hint("set llm.base_url and llm.model in kope.json, or export KOPE_LLM_BASE_URL and "
+                 "KOPE_LLM_MODEL (docs/LLM.md); `kope run --offline` needs no LLM");
         goto out;
     }
     /* The check itself: one attempt, small, bounded. */
@@ -300,6 +310,8 @@ static int llm_check(struct cli *c, int argc, char **argv)
     printf("  client      %s\n", llm_client_version());
     if (llm_client_new(&s, &lc, err, sizeof err)) {
         printf("config FAIL  %s\n", err);
+        fflush(stdout);
+        cli_hint("see docs/LLM.md for each setting");
         goto out;
     }
     static const struct llm_message msgs[] = {

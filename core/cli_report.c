@@ -638,7 +638,8 @@ int cli_report(struct cli *c, int argc, char **argv)
         }
     }
     if (!path) {
-        fprintf(stderr, "usage: kope report --html FILE\n");
+        fprintf(stderr, "kope report: which file? the report is one HTML page: --html FILE\n");
+        cli_hint("kope report --html kope-report.html");
         return CLI_USAGE;
     }
     int ret = CLI_FAIL;
@@ -647,7 +648,7 @@ int cli_report(struct cli *c, int argc, char **argv)
     struct row *rows = NULL;
     size_t nr = 0;
     FILE *f = NULL;
-    if (cli_graph_open(c, &g, 0))
+    if (cli_graph_open(c, &g, CLI_GRAPH_READONLY))
         return CLI_FAIL;
     col.g = &g;
     int rc = store_rec_query(g.st, STORE_Q_TASKS, NULL, 0, collect_cb, &col);

@@ -353,7 +353,8 @@ int cli_queue(struct cli *c, int argc, char **argv)
                    "  drop ID give up a call that is not done\n");
         return f == stdout ? CLI_OK : CLI_USAGE;
     }
-    struct store *st = cli_store(c);
+    /* list only reads: it works on a store in a read-only folder */
+    struct store *st = cli_store_mode(c, argc == 2 && strcmp(argv[1], "list") == 0 ? STORE_READONLY : STORE_EXISTING);
     if (!st)
         return CLI_FAIL;
     if (strcmp(argv[1], "list") == 0) {

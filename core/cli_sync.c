@@ -170,11 +170,11 @@ out:
 static int fleet_enroll(struct cli *c, int argc, char **argv)
 {
     const char *dir = "fleet", *name = NULL, *cert_file = NULL;
-    int days = 825;
+    int days = 825, ca_given = 0;
     char kp[4096], cp[4096], tp[4096], crt[4096], err[320], hex[2 * NET_CERT_DER_MAX + 1];
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], "--ca") == 0 && i + 1 < argc)
-            dir = argv[++i];
+            dir = argv[++i], ca_given = 1;
         else if (strcmp(argv[i], "--cert") == 0 && i + 1 < argc)
             cert_file = argv[++i];
         else if (strcmp(argv[i], "--days") == 0 && i + 1 < argc)
@@ -209,8 +209,12 @@ static int fleet_enroll(struct cli *c, int argc, char **argv)
     } else {
         snprintf(kp, sizeof kp, "%s/ca.key", dir);
         snprintf(cp, sizeof cp, "%s/ca.crt", dir);
-        if (!(cakey = read_text(kp, "the fleet CA key")) || !(cacert = read_text(cp, "the fleet CA certificate")))
+        if (!(cakey = read_text(kp, "the fleet CA key")) || !(cacert = read_text(cp, "the fleet CA certificate"))) {
+            cli_hint("%s: pass --ca DIR with the folder `kope fleet init` made (it holds ca.key and "
+                     "ca.crt), or install a certificate issued elsewhere: `kope fleet enroll --cert "
+                     "DEVICE.crt`", ca_given ? "that folder holds no fleet CA" : "no fleet CA in ./fleet");
             goto out;
+        }
         if ((rc = net_fleet_cert_issue(cakey, cacert, pub, pub_len, name, days, NULL, NULL, &pem, err, sizeof err))) {
             fprintf(stderr, "kope fleet enroll: %s\n", err);
             goto out;
@@ -489,6 +493,8 @@ int cli_serve(struct cli *c, int argc, char **argv)
     int bound = 0;
     if (net_peer_listen(host, port, &l, &bound, err, sizeof err)) {
         fprintf(stderr, "kope serve: %s: %s\n", listen, err);
+        cli_hint("stop whatever holds that port, or pick another: kope serve --listen HOST:PORT "
+                 "(config sync.listen)");
         fleet_ctx_free(&f);
         return CLI_FAIL;
     }
@@ -522,6 +528,33 @@ int cli_serve(struct cli *c, int argc, char **argv)
     return CLI_OK;
 }
 
+
+/* What to do next after a failed connection or session with peer. */
+static void sync_hint(int rc, const char *peer)
+{
+    switch (rc) {
+    case NET_ERR_CONNECT:
+        cli_hint("is `kope serve` running on %s, and does a firewall let the port through?", peer);
+        break;
+    case NET_ERR_DNS:
+        cli_hint("check the host name in %s (or use its address)", peer);
+        break;
+    case NET_ERR_TLS:
+    case NET_ERR_PEER_CERT:
+    case NET_ERR_CLOSED:
+        cli_hint("if the peer refused our certificate: it must trust the CA that issued this "
+                 "device's (`kope fleet trust CA.crt` there), and this device the peer's "
+                 "(docs/SYNC.md)");
+        break;
+    case NET_ERR_TIMEOUT:
+    case NET_ERR_DEADLINE:
+        cli_hint("the peer or the link is slow: retry, or raise --timeout-ms");
+        break;
+    default:
+        break;
+    }
+}
+
 static int sync_one(struct cli *c, struct fleet_ctx *f, const char *peer)
 {
     char host[256], port[16], err[320];
@@ -536,6 +569,7 @@ static int sync_one(struct cli *c, struct fleet_ctx *f, const char *peer)
     int rc = net_peer_connect(f->conf, host, port, &p, err, sizeof err);
     if (rc) {
         fprintf(stderr, "kope sync: %s: %s\n", peer, err);
+        sync_hint(rc, peer);
         return CLI_FAIL;
     }
     if (cli_graph_open(c, &g, 1)) {
@@ -547,9 +581,11 @@ static int sync_one(struct cli *c, struct fleet_ctx *f, const char *peer)
            peer, st.peer, net_peer_tls_version(p), (long long)st.sent, (long long)st.peer_accepted,
            (long long)st.accepted, (long long)st.duplicates, (long long)st.rejected,
            (unsigned long long)st.bytes_sent, (unsigned long long)st.bytes_received);
-    if (rc)
+    if (rc) {
         fprintf(stderr, "kope sync: %s: %s [%s]%s\n", peer, st.error[0] ? st.error : kope_strerror(rc),
                 kope_strerror(rc), net_err_retryable(rc) ? " (retry: committed runs are kept)" : "");
+        sync_hint(rc, peer);
+    }
     if (!rc && st.peer_rejected) {
         fprintf(stderr, "kope sync: %s refused %lld of our records: %s\n", peer, (long long)st.peer_rejected,
                 st.peer_error[0] ? st.peer_error : "(no reason given)");

@@ -128,6 +128,7 @@ int main(int argc, char **argv)
         if (strcmp(a, "--db") == 0 || strcmp(a, "--config") == 0) {
             if (i + 1 >= argc || argv[i + 1][0] == '\0') {
                 fprintf(stderr, "kope: %s needs a value\n", a);
+                cli_hint("kope %s %s COMMAND ...", a, a[2] == 'd' ? "PATH" : "FILE");
                 return CLI_USAGE;
             }
             if (a[2] == 'd')
@@ -145,7 +146,9 @@ int main(int argc, char **argv)
             usage(stdout);
             return CLI_OK;
         } else {
-            fprintf(stderr, "kope: unknown option '%s' (global options go before the command; see `kope --help`)\n", a);
+            fprintf(stderr, "kope: unknown option '%s' (global options go before the command)\n", a);
+            cli_hint("the global options are --db PATH, --config FILE, --version and --help; a "
+                     "command's own options follow it (`kope COMMAND --help`)");
             return CLI_USAGE;
         }
     }
@@ -157,8 +160,40 @@ int main(int argc, char **argv)
     }
     const struct command *cmd = find_command(argv[i]);
     if (!cmd) {
-        fprintf(stderr, "kope: unknown command '%s' (see `kope help`)\n", argv[i]);
+        fprintf(stderr, "kope: unknown command '%s'\n", argv[i]);
+        cli_hint("`kope help` lists the commands");
         return CLI_USAGE;
+    }
+    /* `kope graph stats --db x` reads as a global option in the wrong
+     * place: no command takes --db or --config itself */
+    for (int j = i + 1; j < argc && strcmp(argv[j], "--") != 0; j++) {
+        if (strcmp(argv[j], "--db") == 0 || strcmp(argv[j], "--config") == 0 ||
+            strncmp(argv[j], "--db=", 5) == 0 || strncmp(argv[j], "--config=", 9) == 0) {
+            int is_db = argv[j][2] == 'd';
+            const char *val = strchr(argv[j], '=') ? strchr(argv[j], '=') + 1
+                              : j + 1 < argc ? argv[j + 1] : "PATH";
+            fprintf(stderr, "kope %s: %s is a global option: it goes before the command\n", argv[i],
+                    is_db ? "--db" : "--config");
+            /* the same line, reordered */
+            char fixed[1024];
+            size_t n = (size_t)snprintf(fixed, sizeof fixed, "kope %s %s", is_db ? "--db" : "--config", val);
+            for (int k = i; k < argc && n < sizeof fixed; k++) {
+                if (k == j) {
+                    k += !strchr(argv[j], '=');
+                    continue;
+                }
+                n += (size_t)snprintf(fixed + n, sizeof fixed - n, " %s", argv[k]);
+            }
+            cli_hint("%s", fixed);
+            return CLI_USAGE;
+        }
+    }
+    /* The config is read once, before any work: a bad file stops every
+     * command that could use it (not help, version or --help). */
+    if (cmd->fn != cmd_help && cmd->fn != cmd_version && !cli_wants_help(argc - i, argv + i)) {
+        int crc = cli_config_check(&c);
+        if (crc != CLI_OK)
+            return crc;
     }
     int rc = cmd->fn(&c, argc - i, argv + i);
     store_close(c.st);

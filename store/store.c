@@ -10,6 +10,7 @@
  * atomic commit). foreign_keys=ON so links cannot dangle.
  */
 #include <errno.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +107,7 @@ struct store {
     uint8_t oid_origin[32];
     sqlite3_int64 oid;
     int version; /* schema version of this handle (older only in tests of migrations) */
+    int read_only; /* opened with STORE_READONLY: every write fails */
     char errmsg[256];
 };
 
@@ -326,24 +328,129 @@ static int migrate(struct store *st, int target)
 
 /* --------------------------------------------------------------- open/close */
 
-int store_open_at(const char *path, int version, struct store **out, char *err, size_t err_len)
+/* The folder part of path ("." for a bare name), into buf. */
+static void dir_of(const char *path, char *buf, size_t cap)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(buf, cap, ".");
+    else if (slash == path)
+        snprintf(buf, cap, "/");
+    else
+        snprintf(buf, cap, "%.*s", (int)(slash - path), path);
+}
+
+/* "file:" URI of path with immutable=1 (for a store in a folder this
+ * process cannot write: see the read-only branch below). */
+static int immutable_uri(const char *path, char *buf, size_t cap)
+{
+    size_t n = 0;
+    int w = snprintf(buf, cap, "file:");
+    if (w < 0 || (size_t)w >= cap)
+        return -1;
+    n = (size_t)w;
+    for (const char *p = path; *p; p++) {
+        if (n + 4 >= cap)
+            return -1;
+        if (*p == '%' || *p == '?' || *p == '#')
+            n += (size_t)snprintf(buf + n, cap - n, "%%%02X", (unsigned char)*p);
+        else
+            buf[n++] = *p;
+    }
+    w = snprintf(buf + n, cap - n, "?immutable=1");
+    return w < 0 || (size_t)w >= cap - n ? -1 : 0;
+}
+
+static int open_mode(const char *path, enum store_mode mode, int version, struct store **out,
+                     char *err, size_t err_len)
 {
     int rc = STORE_ERR_OPEN;
+    char dir[4096];
+    struct stat sb;
     struct store *st = calloc(1, sizeof *st);
     *out = NULL;
     if (!st) {
         snprintf(err, err_len, "out of memory");
         return STORE_ERR_OPEN;
     }
-    int src = sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                                                 SQLITE_OPEN_NOMUTEX, NULL);
+    dir_of(path, dir, sizeof dir);
+    /* A mistyped --db must not quietly become a new, empty store (with a
+     * new identity): only `kope init` creates one. */
+    if (stat(path, &sb) != 0) {
+        int e = errno;
+        if (stat(dir, &sb) != 0) {
+            snprintf(err, err_len, "%s: the folder %s does not exist", path, dir);
+            rc = STORE_ERR_NODIR;
+        } else if (mode != STORE_CREATE) {
+            snprintf(err, err_len, "no store at %s", path);
+            rc = STORE_ERR_MISSING;
+        } else {
+            rc = 0;
+        }
+        if (rc || (e != ENOENT && e != ENOTDIR)) {
+            if (!rc) {
+                snprintf(err, err_len, "%s: %s", path, strerror(e));
+                rc = STORE_ERR_OPEN;
+            }
+            goto out;
+        }
+    }
+    int flags = mode == STORE_READONLY ? SQLITE_OPEN_READONLY
+                                       : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+    int src = sqlite3_open_v2(path, &st->db, flags | SQLITE_OPEN_NOMUTEX, NULL);
     if (src != SQLITE_OK) {
         snprintf(err, err_len, "%s: cannot open: %s", path,
                  st->db ? sqlite3_errmsg(st->db) : "out of memory");
+        rc = fail(st, src) == STORE_ERR_READONLY ? STORE_ERR_READONLY : STORE_ERR_OPEN;
         goto out;
     }
     sqlite3_extended_result_codes(st->db, 1);
     sqlite3_busy_timeout(st->db, 5000);
+    if (mode == STORE_READONLY) {
+        /* Nothing here writes: no journal-mode change, no migration. A WAL
+         * store needs its -shm file; in a folder this process cannot write
+         * (a read-only mount, another user's store) SQLite cannot create it
+         * and refuses even reads (SQLITE_READONLY_DIRECTORY). When no -wal
+         * file holds uncheckpointed commits, the main file alone is the
+         * whole store, so it is opened as immutable (no locks, no -shm). */
+        int64_t v = 0;
+        int qrc = scalar(st, "PRAGMA user_version", &v);
+        char wal[4200];
+        snprintf(wal, sizeof wal, "%s-wal", path);
+        if (qrc && (sqlite3_extended_errcode(st->db) == SQLITE_READONLY_DIRECTORY ||
+                    sqlite3_extended_errcode(st->db) == SQLITE_CANTOPEN) &&
+            (stat(wal, &sb) != 0 || sb.st_size == 0)) {
+            char uri[4300];
+            sqlite3_close(st->db);
+            st->db = NULL;
+            if (immutable_uri(path, uri, sizeof uri) == 0 &&
+                sqlite3_open_v2(uri, &st->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX,
+                                NULL) == SQLITE_OK) {
+                sqlite3_extended_result_codes(st->db, 1);
+                qrc = scalar(st, "PRAGMA user_version", &v);
+            }
+        }
+        if (qrc || !st->db) {
+            snprintf(err, err_len, "%s: cannot read: %s", path, st->db ? st->errmsg : "cannot open");
+            rc = qrc == STORE_ERR_CORRUPT ? STORE_ERR_CORRUPT : STORE_ERR_READONLY;
+            goto out;
+        }
+        if ((rc = exec_sql(st, "PRAGMA foreign_keys = ON; PRAGMA trusted_schema = OFF;"
+                               "PRAGMA cache_size = -8192;"))) {
+            snprintf(err, err_len, "%s: not a usable kope store: %s", path, st->errmsg);
+            goto out;
+        }
+        if (v != version && version >= 0) {
+            rc = v > version ? STORE_ERR_VERSION : STORE_ERR_OLD;
+            snprintf(err, err_len, "%s: schema version %d, this kope %s %d", path, (int)v,
+                     v > version ? "understands at most" : "reads", version);
+            goto out;
+        }
+        st->version = (int)v;
+        st->read_only = 1;
+        *out = st;
+        return 0;
+    }
     /* journal_mode returns a row; the others do not. A file that is not a
      * database fails here with SQLITE_NOTADB. */
     /* cache_size: 8 MiB of pages (allocated only as used) keeps the id and
@@ -368,9 +475,25 @@ out:
     return rc;
 }
 
+int store_open_at(const char *path, int version, struct store **out, char *err, size_t err_len)
+{
+    return open_mode(path, STORE_CREATE, version, out, err, err_len);
+}
+
 int store_open(const char *path, struct store **out, char *err, size_t err_len)
 {
-    return store_open_at(path, STORE_SCHEMA_VERSION, out, err, err_len);
+    return open_mode(path, STORE_CREATE, STORE_SCHEMA_VERSION, out, err, err_len);
+}
+
+int store_open_mode(const char *path, enum store_mode mode, struct store **out, char *err,
+                    size_t err_len)
+{
+    return open_mode(path, mode, STORE_SCHEMA_VERSION, out, err, err_len);
+}
+
+int store_read_only(const struct store *st)
+{
+    return st && st->read_only;
 }
 
 void store_set_busy_timeout(struct store *st, int timeout_ms)
@@ -406,6 +529,9 @@ const char *store_strerror(int code)
     case STORE_ERR_VERSION: return "store: made by a newer kope";
     case STORE_ERR_CORRUPT: return "store: file is corrupt";
     case STORE_ERR_READONLY: return "store: file is read-only";
+    case STORE_ERR_MISSING: return "store: no store at this path";
+    case STORE_ERR_NODIR: return "store: the folder does not exist";
+    case STORE_ERR_OLD: return "store: an older schema (a write command migrates it)";
     default: return "store: unknown error";
     }
 }

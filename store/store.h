@@ -28,6 +28,9 @@ enum store_err {
     STORE_ERR_VERSION = -106,  /* file made by a newer kope */
     STORE_ERR_CORRUPT = -107,
     STORE_ERR_READONLY = -108,
+    STORE_ERR_MISSING = -109,  /* no store at the path (only STORE_CREATE makes one) */
+    STORE_ERR_NODIR = -110,    /* the store's folder does not exist */
+    STORE_ERR_OLD = -111,      /* older schema: read-only opening cannot migrate it */
 };
 
 #define STORE_SCHEMA_VERSION 7
@@ -75,6 +78,20 @@ struct store_exp_idx {
 /* Open (creating if absent) and migrate the store at path. On failure a
  * message naming the file goes to err. */
 int store_open(const char *path, struct store **out, char *err, size_t err_len);
+
+enum store_mode {
+    STORE_CREATE,   /* create if absent (with its folder existing), migrate */
+    STORE_EXISTING, /* STORE_ERR_MISSING if absent; migrate */
+    STORE_READONLY, /* STORE_ERR_MISSING if absent; never writes (no migration:
+                     * STORE_ERR_OLD for an older schema); works in a folder this
+                     * process cannot write (opened immutable when no -wal holds
+                     * commits: then it must not be written meanwhile) */
+};
+/* store_open with a mode. A missing folder is STORE_ERR_NODIR in every mode. */
+int store_open_mode(const char *path, enum store_mode mode, struct store **out, char *err,
+                    size_t err_len);
+/* 1 if st was opened STORE_READONLY. */
+int store_read_only(const struct store *st);
 /* Open without migrating (for tests of migrations): version 0 = empty. */
 int store_open_at(const char *path, int version, struct store **out, char *err, size_t err_len);
 void store_close(struct store *st);

@@ -216,6 +216,7 @@ static void test_run_budget1(void **state)
     static char out[65536];
     const char *suite = write_suite();
     const char *db = tpath("b1.db");
+    test_store_init(db);
     int rc = run_cmd(out, sizeof out, "%s --db %s run --suite %s --budget 1 --offline", kope_bin(), db, suite);
     if (rc != 0)
         print_error("%s\n", out);
@@ -254,6 +255,7 @@ static void test_run_kill_resume(void **state)
     static char out[65536];
     const char *suite = write_suite();
     const char *db = tpath("k.db");
+    test_store_init(db);
     const int budget = 3;
     srand((unsigned)time(NULL));
     int kills = 0, rc = -1;
@@ -293,6 +295,7 @@ static void test_run_time_limit(void **state)
     static char out[65536];
     const char *suite = write_suite();
     const char *db = tpath("tl.db");
+    test_store_init(db);
     int rc = run_cmd(out, sizeof out, "%s --db %s run --suite %s --budget 2 --offline --time-limit 1", kope_bin(), db,
                      suite);
     assert_int_equal(rc, 1);

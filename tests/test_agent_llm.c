@@ -178,6 +178,7 @@ static void test_llm_loop(void **state)
     assert_int_equal(ts_start(&srv, pki.cert, pki.key, script, 3), 0);
     llm_env(srv.port);
     const char *db = tpath("llm.db"), *suite = write_suite();
+    test_store_init(db);
     int rc = run_cmd(out, sizeof out, "%s --db %s run --suite %s --budget 4", kope_bin(), db, suite);
     if (rc != 0)
         print_error("%s\n", out);
@@ -221,6 +222,7 @@ static void test_link_down_queues(void **state)
     static char out[65536];
     llm_env(ts_closed_port());
     const char *db = tpath("down.db"), *suite = write_suite();
+    test_store_init(db);
     int rc = run_cmd(out, sizeof out, "%s --db %s run --suite %s --budget 3", kope_bin(), db, suite);
     if (rc != 0)
         print_error("%s\n", out);
@@ -348,6 +350,7 @@ static void test_queue_kill(void **state)
     (void)state;
     static char out[65536];
     const char *db = tpath("kill.db"), *suite = write_suite();
+    test_store_init(db);
     /* identity, task record and a first decision, offline */
     unsetenv("KOPE_LLM_BASE_URL");
     int rc = run_cmd(out, sizeof out, "%s --db %s run --suite %s --budget 1 --offline", kope_bin(), db, suite);
@@ -470,6 +473,7 @@ static void test_run_starts_from_graph_best(void **state)
           "\"shape\":{\"n\":4864}}]}", f);
     fclose(f);
     const char *db = tpath("best.db");
+    test_store_init(db);
     unsetenv("KOPE_LLM_BASE_URL");
     int rc = run_cmd(out, sizeof out, "%s --db %s run --suite %s --budget 1 --offline", kope_bin(), db, sp);
     if (rc != 0)

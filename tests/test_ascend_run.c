@@ -133,6 +133,7 @@ static void test_run_offline_every_family(void **state)
         "{\"name\":\"argmax-5x777\",\"op\":\"argmax\",\"dtype\":\"f32\",\"shape\":{\"rows\":5,\"cols\":777}},"
         "{\"name\":\"gemm_nt-7x40x19\",\"op\":\"gemm_nt\",\"dtype\":\"f32\",\"shape\":{\"m\":7,\"n\":40,\"k\":19}}]}");
     const char *db = tpath("offline.db");
+    test_store_init(db);
     unsetenv("KOPE_LLM_BASE_URL");
     int rc = run_cmd(out, sizeof out, "%s --db %s --config %s run --suite %s --budget 2 --offline",
                      kope_bin(), db, cfg, suite);
@@ -230,6 +231,7 @@ static void test_run_llm_failure_kinds(void **state)
         "add.json", "{\"suite\":\"ascend-add\",\"tasks\":["
                     "{\"name\":\"add-a\",\"op\":\"add\",\"dtype\":\"f32\",\"shape\":{\"n\":1000}}]}");
     const char *db = tpath("llm.db");
+    test_store_init(db);
     int rc = run_cmd(out, sizeof out, "%s --db %s --config %s run --suite %s --budget %d", kope_bin(), db, cfg,
                      suite, N + 1);
     if (rc)

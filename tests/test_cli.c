@@ -139,6 +139,10 @@ static void test_export_import_cli(void **s)
     make_store("src");
     unlink(tpath("dst.db"));
     assert_int_equal(KOPE("--db src.db graph export -o shard.jsonl", DIR_ARGS), 0);
+    /* only init makes a store: an import into a mistyped path creates nothing */
+    assert_int_equal(KOPE("--db dst.db graph import shard.jsonl", DIR_ARGS), 1);
+    assert_non_null(strstr(out, "no store at dst.db"));
+    assert_int_equal(KOPE("--db dst.db init", DIR_ARGS), 0);
     assert_int_equal(KOPE("--db dst.db graph import shard.jsonl", DIR_ARGS), 0);
     assert_non_null(strstr(out, "imported 8 new record(s), 0 already present, 0 rejected"));
     assert_int_equal(KOPE("--db dst.db graph import shard.jsonl", DIR_ARGS), 0);
@@ -147,6 +151,7 @@ static void test_export_import_cli(void **s)
     /* a lying shard: exit 1, a message that says what was wrong */
     assert_int_equal(run_cmd(out, sizeof out, "cd %s && sed 's/\"speedup\":3.25/\"speedup\":9.99/' shard.jsonl > bad.jsonl",
                              getenv("KOPE_TEST_TMP")), 0);
+    assert_int_equal(KOPE("--db bad.db init", DIR_ARGS), 0);
     assert_int_equal(KOPE("--db bad.db graph import bad.jsonl", DIR_ARGS), 1);
     assert_non_null(strstr(out, "tampered"));
     assert_int_equal(KOPE("--db dst.db graph import no-such-file", DIR_ARGS), 1);
@@ -165,8 +170,9 @@ static void test_bad_files(void **s)
                              getenv("KOPE_TEST_TMP")), 0);
     assert_int_equal(KOPE("--db junk.db graph stats", DIR_ARGS), 1);
     assert_non_null(strstr(out, "junk.db"));
-    assert_int_equal(KOPE("--config bad.json --db x.db init", DIR_ARGS), 1);
-    assert_non_null(strstr(out, "bad.json: invalid JSON near line"));
+    /* bad JSON is a usage error (exit 2) at its line and column */
+    assert_int_equal(KOPE("--config bad.json --db x.db init", DIR_ARGS), 2);
+    assert_non_null(strstr(out, "bad.json:2:1: invalid JSON"));
     assert_int_equal(KOPE("--config missing.json --db x.db init", DIR_ARGS), 1);
     assert_non_null(strstr(out, "missing.json"));
     /* a store whose key file is gone: commands that need the identity say so */

@@ -250,6 +250,8 @@ static int run_block(const char *rel, char **lines, size_t first, size_t last, c
                      "cd '%s' && env -u KOPE_DB -u KOPE_CONFIG -u KOPE_KEY "
                      "-u KOPE_LLM_BASE_URL -u KOPE_LLM_MODEL -u KOPE_LLM_API_KEY "
                      "-u KOPE_LLM_API_KEY_FILE -u KOPE_LLM_CA_FILE -u KOPE_LLM_PINNED_KEY "
+                     /* nor the test harness's own make and runner settings */
+                     "-u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u MAKEOVERRIDES -u RUNNER -u KOPE_ARCH "
                      "HOME='%s' PATH='%s/bin':\"$PATH\" "
                      "timeout -k 5 %d bash --noprofile --norc .docs-block.sh",
                      dir, dir, dir, test_ms(120));

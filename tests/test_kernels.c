@@ -49,6 +49,7 @@ static int setup(void **state)
 static void make_store(const char *db)
 {
     const char *k = kope_bin();
+    assert_int_equal(sh("%s --db %s init", k, db), 0);
     assert_int_equal(sh("%s --db %s run --task silu-4864 --offline --budget 1", k, db), 0);
     assert_non_null(strstr(out, "passed 1/1"));
     assert_int_equal(sh("%s --db %s run --task argmax-vocab-32000x8 --offline --budget 1", k, db), 0);

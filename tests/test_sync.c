@@ -1938,7 +1938,8 @@ static void test_cli_two_processes(void **s)
     assert_int_equal(run_cmd(out, sizeof out, "cd %s && %s --db c.db init >/dev/null && %s --db c.db graph export -o c.jsonl 2>/dev/null && "
                                               "%s --db b.db graph import c.jsonl", dir, k, k, k), 1);
     assert_non_null(strstr(out, "not enrolled"));
-    assert_int_equal(run_cmd(out, sizeof out, "cd %s && cp b.db.ca.pem d.db.ca.pem && %s --db d.db graph import a.jsonl", dir, k), 0);
+    assert_int_equal(run_cmd(out, sizeof out, "cd %s && cp b.db.ca.pem d.db.ca.pem && %s --db d.db init >/dev/null && "
+                                              "%s --db d.db graph import a.jsonl", dir, k, k), 0);
     assert_non_null(strstr(out, "imported 6 new"));
     /* enroll --cert: a certificate issued elsewhere must be for this key */
     assert_int_equal(run_cmd(out, sizeof out, "cd %s && %s --db c.db fleet enroll --cert b.db.crt", dir, k), 1);

@@ -65,6 +65,17 @@ static inline const char *kope_bin(void)
     return b && *b ? b : "build/x86_64/kope";
 }
 
+/* `kope --db DB init`: only init makes a store (every other command
+ * refuses a missing one), so a test that runs kope on a new store starts
+ * here. */
+static inline void test_store_init(const char *db)
+{
+    char o[4096];
+    int rc = run_cmd(o, sizeof o, "%s --db %s init", kope_bin(), db);
+    if (rc != 0)
+        fail_msg("kope --db %s init exited %d: %s", db, rc, o);
+}
+
 /* The source tree (templates, fixtures, harness sources): $KOPE_SRC, which
  * tests/run.sh exports; else the part of $KOPE_BIN before "/build/"; else
  * the current directory. Cross-testing, $KOPE_BIN is a qemu wrapper in a

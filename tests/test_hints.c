@@ -1,0 +1,230 @@
+/*
+ * tests/test_hints.c - every error a user can cause says what to do next.
+ *
+ * A table of mistakes a newcomer makes in the first hour (issue 17), each
+ * run with the real binary against a scratch store: the exit code, words of
+ * the message that name the problem, and the last line of stderr, which
+ * must be a `hint:` line with the next step. Network rows use loopback only
+ * (a port held by this program, a port nobody listens on, a peer that
+ * refuses our certificate).
+ */
+#include "testutil.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+static char out[1 << 16];
+
+struct row {
+    const char *name;
+    const char *setup; /* shell, run first in the scratch dir (NULL: none) */
+    const char *args;  /* after `kope` */
+    int exit_code;
+    const char *says;  /* in stderr */
+    const char *hint;  /* in the last line of stderr, which starts "hint: " */
+};
+
+/* Run `kope ARGS` in the scratch dir; stderr only into out. */
+static int kope_err(const char *args)
+{
+    return run_cmd(out, sizeof out, "cd %s && %s %s 2>&1 >/dev/null", getenv("KOPE_TEST_TMP"),
+                   kope_bin(), args);
+}
+
+static void sh(const char *cmd)
+{
+    char o2[8192];
+    int rc = run_cmd(o2, sizeof o2, "cd %s && K=%s && %s", getenv("KOPE_TEST_TMP"), kope_bin(), cmd);
+    if (rc != 0)
+        fail_msg("setup `%s` exited %d: %s", cmd, rc, o2);
+}
+
+static const char *last_line(const char *text)
+{
+    static char line[4096];
+    size_t n = strlen(text);
+    while (n && text[n - 1] == '\n')
+        n--;
+    size_t b = n;
+    while (b && text[b - 1] != '\n')
+        b--;
+    snprintf(line, sizeof line, "%.*s", (int)(n - b), text + b);
+    return line;
+}
+
+static void check_row(const struct row *r)
+{
+    if (r->setup)
+        sh(r->setup);
+    int rc = kope_err(r->args);
+    const char *last = last_line(out);
+    print_message("  %-28s exit %d, last line: %s\n", r->name, rc, last);
+    if (rc != r->exit_code)
+        fail_msg("%s: `kope %s` exited %d, not %d:\n%s", r->name, r->args, rc, r->exit_code, out);
+    if (r->says && !strstr(out, r->says))
+        fail_msg("%s: `kope %s` does not say \"%s\":\n%s", r->name, r->args, r->says, out);
+    if (strncmp(last, "hint: ", 6) != 0)
+        fail_msg("%s: `kope %s` does not end with a hint line:\n%s", r->name, r->args, out);
+    if (r->hint && !strstr(last, r->hint))
+        fail_msg("%s: the hint of `kope %s` does not say \"%s\": %s", r->name, r->args, r->hint, last);
+}
+
+static void test_table(void **state)
+{
+    (void)state;
+    static const struct row rows[] = {
+        /* configuration: exit 2, FILE:LINE:COLUMN, before any work */
+        {"config trailing comma", "printf '{\"llm\": {\"model\": \"m\",}}' > c1.json",
+         "--config c1.json tasks", 2, "c1.json:1:22: invalid JSON: a comma before '}'", "--config"},
+        {"config unknown key", "printf '{\\n  \"llm\": {\\n    \"base_ulr\": \"http://x/v1\"}}' > c2.json",
+         "--config c2.json tasks", 2, "c2.json:3:5: unknown key \"llm.base_ulr\"", "base_url"},
+        {"config unknown target key", "printf '{\"platform\": {\"k3\": {\"ccc\": \"clang\"}}}' > c3.json",
+         "--config c3.json tasks", 2, "unknown key \"platform.k3.ccc\"", "cflags"},
+        {"config wrong type", "printf '{\"platform\": {\"k3\": {\"cc\": 5}}}' > c4.json",
+         "--config c4.json tasks", 2, "c4.json:1:28: \"platform.k3.cc\" must be a string", "--config"},
+        {"config file missing", NULL, "--config missing.json tasks", 1, "missing.json", "--config"},
+        /* the store */
+        {"no store", NULL, "--db nope.db graph stats", 1, "no store at nope.db", "kope init"},
+        {"no store for run", NULL, "--db nope.db run --task silu-4864 --offline --budget 1", 1,
+         "no store at nope.db", "kope init"},
+        {"store folder missing", NULL, "--db no/dir/x.db init", 1, "the folder no/dir does not exist",
+         "mkdir -p no/dir"},
+        {"store not a store", "head -c 4096 /dev/urandom > junk.db", "--db junk.db graph stats", 1,
+         "junk.db", "--db"},
+        /* commands */
+        {"unknown task", "$K --db t.db init >/dev/null", "--db t.db graph log softmax_vocab_32k", 1,
+         "no task named", "kope tasks"},
+        {"llm check unconfigured", NULL, "--db t.db llm check", 1, "no LLM endpoint is configured",
+         "llm.base_url"},
+        {"report without file", NULL, "--db t.db report", 2, "--html FILE", "kope report --html"},
+        {"global option after", NULL, "graph stats --db t.db", 2, "--db is a global option",
+         "kope --db t.db graph stats"},
+        {"unknown global option", NULL, "--verbose graph stats", 2, "unknown option '--verbose'",
+         "--db PATH"},
+        {"unknown command", NULL, "--db t.db frobnicate", 2, "unknown command 'frobnicate'", "kope help"},
+        {"fleet enroll without CA", NULL, "--db t.db fleet enroll board-1", 1, "fleet CA", "--ca DIR"},
+        /* a lost key: the way out, not a circle between init and the rest */
+        {"lost key: init", "$K --db lk.db init >/dev/null && mv lk.db.key lk.saved", "--db lk.db init", 1,
+         "cannot read this device's key", "restore lk.db.key"},
+        {"lost key: enroll", NULL, "--db lk.db fleet enroll b", 1, "cannot read this device's key",
+         "--db NEW.db init"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        check_row(&rows[i]);
+    /* a mistyped --db made nothing */
+    sh("test ! -e nope.db && test ! -e nope.db.key");
+    /* the lost-key hint works: with the key restored, init says it is done */
+    sh("mv lk.saved lk.db.key && $K --db lk.db init | grep -q 'already initialised'");
+}
+
+/* A config error stops a command before any work (`kope run` used to go on
+ * as the offline tuner and exit 0), and is printed once. */
+static void test_config_before_work(void **state)
+{
+    (void)state;
+    sh("$K --db w.db init >/dev/null && printf '{\"llm\": {\"model\": \"m\",}}' > kope.json");
+    assert_int_equal(kope_err("--db w.db run --task silu-4864 --offline --budget 1"), 2);
+    const char *first = strstr(out, "invalid JSON");
+    assert_non_null(first);
+    assert_null(strstr(first + 1, "invalid JSON"));
+    sh("rm kope.json && $K --db w.db graph stats | grep -q 'records   2'"); /* no trial recorded */
+}
+
+/* Read-only commands work on a store in a folder we cannot write; writing
+ * ones say why they cannot. As root, permissions do not bind: the commands
+ * then run as nobody (setpriv). */
+static void test_read_only_folder(void **state)
+{
+    (void)state;
+    const char *as = "";
+    if (geteuid() == 0) {
+        if (run_cmd(NULL, 0, "command -v setpriv >/dev/null") != 0) {
+            print_message("skip: running as root without setpriv: cannot make a folder read-only\n");
+            skip();
+        }
+        as = "setpriv --reuid=65534 --regid=65534 --clear-groups";
+    }
+    sh("mkdir -p ro && cd ro && $K init >/dev/null && $K run --task silu-4864 --offline --budget 1 "
+       ">/dev/null 2>&1; cd .. && chmod 755 . && chmod 555 ro && chmod 644 ro/kope.db");
+    static const char *const reads[] = {"graph stats", "graph log silu-4864", "graph vector",
+                                        "context silu-4864", "queue list"};
+    for (size_t i = 0; i < sizeof reads / sizeof reads[0]; i++) {
+        int rc = run_cmd(out, sizeof out, "cd %s/ro && %s %s %s 2>&1", getenv("KOPE_TEST_TMP"), as,
+                         kope_bin(), reads[i]);
+        if (rc != 0)
+            fail_msg("`kope %s` in a read-only folder exited %d:\n%s", reads[i], rc, out);
+    }
+    int rc = run_cmd(out, sizeof out, "cd %s/ro && %s %s run --task silu-4864 --offline --budget 1 2>&1 >/dev/null",
+                     getenv("KOPE_TEST_TMP"), as, kope_bin());
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(last_line(out), "hint: "));
+    assert_non_null(strstr(out, "must be writable"));
+    sh("chmod 755 ro");
+}
+
+/* ---- network: loopback only ---------------------------------------------- */
+
+/* A listening socket on a free loopback port (held until closed). */
+static int hold_port(int *port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a;
+    socklen_t al = sizeof a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_true(fd >= 0);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(fd, 1), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &al), 0);
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+static void test_network_words(void **state)
+{
+    (void)state;
+    char args[256];
+    sh("$K --db a.db init >/dev/null && $K --db a.db fleet init --dir fa >/dev/null 2>&1 && "
+       "$K --db a.db fleet enroll a --ca fa >/dev/null 2>&1");
+    /* a port in use */
+    int port, fd = hold_port(&port);
+    snprintf(args, sizeof args, "--db a.db serve --listen 127.0.0.1:%d", port);
+    struct row in_use = {"port in use", NULL, args, 1, "already in use", "--listen"};
+    check_row(&in_use);
+    /* nothing listening: the port just held, now closed */
+    close(fd);
+    snprintf(args, sizeof args, "--db a.db sync 127.0.0.1:%d", port);
+    char says[64];
+    snprintf(says, sizeof says, "nothing listening at 127.0.0.1:%d", port);
+    struct row refused = {"nothing listening", NULL, args, 1, says, "kope serve"};
+    check_row(&refused);
+    /* a peer that does not trust our CA (we trust its CA): the words name
+     * the certificate and `kope fleet trust` */
+    sh("$K --db b.db init >/dev/null && $K --db b.db fleet init --dir fb >/dev/null 2>&1 && "
+       "$K --db b.db fleet enroll b --ca fb >/dev/null 2>&1 && $K --db a.db fleet trust fb/ca.crt >/dev/null");
+    fd = hold_port(&port);
+    close(fd);
+    int wait_s = (test_ms(1000) + 999) / 1000;
+    int rc = run_cmd(out, sizeof out,
+                     "cd %s && (timeout %d %s --db b.db serve --listen 127.0.0.1:%d >serve.log 2>&1 &) && "
+                     "sleep %d && %s --db a.db sync 127.0.0.1:%d 2>&1 >/dev/null",
+                     getenv("KOPE_TEST_TMP"), 4 * wait_s + 5, kope_bin(), port, wait_s, kope_bin(), port);
+    print_message("  %-28s exit %d, last line: %s\n", "peer refuses our cert", rc, last_line(out));
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(last_line(out), "hint: "));
+    assert_non_null(strstr(last_line(out), "refused our certificate"));
+    assert_non_null(strstr(last_line(out), "kope fleet trust"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_table),
+        cmocka_unit_test(test_config_before_work),
+        cmocka_unit_test(test_read_only_folder),
+        cmocka_unit_test(test_network_words),
+    };
+    return cmocka_run_group_tests_name("hints", tests, NULL, NULL);
+}
