@@ -356,6 +356,7 @@ static void test_rerun_measures_new_points(void **state)
     (void)state;
     static char out[16384], out2[16384];
     const char *db = tpath("rerun.db");
+    test_store_init(db);
     int rc = run_cmd(out, sizeof out, "%s --db %s run --task silu-4864 --offline --budget 4", kope_bin(), db);
     if (rc != 0)
         print_error("%s\n", out);

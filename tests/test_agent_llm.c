@@ -611,6 +611,7 @@ static void test_context_is_what_run_sends(void **state)
     (void)state;
     static char out[65536], ctx1[262144], ctx2[262144];
     const char *db = tpath("ctx.db"), *suite = write_suite();
+    test_store_init(db);
     unsetenv("KOPE_LLM_BASE_URL");
     int rc = run_cmd(out, sizeof out, "%s --db %s run --suite %s --budget 1 --offline", kope_bin(), db, suite);
     assert_int_equal(rc, 0);
@@ -691,6 +692,7 @@ static void test_truncated_and_reasoning_only(void **state)
     assert_int_equal(ts_start(&srv, pki.cert, pki.key, script, 2), 0);
     llm_env(srv.port);
     const char *db = tpath("cut.db"), *suite = write_suite();
+    test_store_init(db);
     int rc = run_cmd(out, sizeof out, "%s --db %s run --suite %s --budget 3", kope_bin(), db, suite);
     if (rc != 0)
         print_error("%s\n", out);

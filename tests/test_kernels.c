@@ -301,6 +301,7 @@ static void test_seed_is_first_trial(void **state)
         skip();
     const char *k = kope_bin();
     write_text("my_silu.c", seed_silu);
+    test_store_init("seed.db");
     assert_int_equal(sh("%s --db seed.db run --task silu-4864 --seed my_silu.c --offline --budget 1", k), 0);
     assert_non_null(strstr(out, "trial 1/1 my_silu.c: pass"));
     assert_int_equal(sh("%s --db seed.db graph log silu-4864", k), 0);
@@ -331,6 +332,7 @@ static void test_seed_screened_like_any_candidate(void **state)
                              "void kope_kernel(size_t n, const float *x, const float *y, float *out,\n"
                              "                 const struct kope_scalars *s) { (void)s; puts(\"hi\");\n"
                              "  for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i]; }\n");
+    test_store_init("scr.db");
     assert_int_equal(sh("%s --db scr.db run --task add-res-896 --seed bad_seed.c --offline --budget 2", k), 0);
     assert_non_null(strstr(out, "trial 1/2 bad_seed.c: screen_rejected"));
     assert_non_null(strstr(out, "passed 1/1"));
@@ -343,9 +345,12 @@ static void test_seed_bad_input_records_nothing(void **state)
     if (!have_kope())
         skip();
     const char *k = kope_bin();
+    /* only `kope init` makes a store: what init wrote is all there is after */
+    test_store_init("none.db");
+    long n0 = n_records("none.db");
     assert_int_equal(sh("%s --db none.db run --task silu-4864 --seed missing.c --offline --budget 1", k), 1);
     assert_non_null(strstr(out, "task 'silu-4864': --seed: cannot use 'missing.c'"));
-    assert_int_equal(n_records("none.db"), 0);
+    assert_int_equal(n_records("none.db"), n0);
     assert_int_equal(sh("%s --db none.db run --seed my_silu.c --offline --budget 1", k), 2);
     assert_non_null(strstr(out, "--seed needs --task"));
 
@@ -357,9 +362,11 @@ static void test_seed_bad_input_records_nothing(void **state)
                                 " \"shape\": {\"n\": 1000}, \"seed\": \"seeds/s.c\"}]}");
     write_text("suite/bad.json", "{\"suite\": \"mine\", \"tasks\": [{\"name\": \"my-silu\", \"op\": \"silu\","
                                  " \"shape\": {\"n\": 1000}, \"seed\": \"seeds/nope.c\"}]}");
+    test_store_init("suite.db");
+    n0 = n_records("suite.db");
     assert_int_equal(sh("%s --db suite.db run --suite suite/bad.json --offline --budget 1", k), 1);
     assert_non_null(strstr(out, "task 'my-silu': seed: cannot use 'suite/seeds/nope.c'"));
-    assert_int_equal(n_records("suite.db"), 0);
+    assert_int_equal(n_records("suite.db"), n0);
     assert_int_equal(sh("%s --db suite.db run --suite suite/ok.json --offline --budget 2", k), 0);
     assert_non_null(strstr(out, "trial 1/2 seeds/s.c: pass"));
     assert_non_null(strstr(out, "trial 2/2"));
