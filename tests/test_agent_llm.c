@@ -304,6 +304,7 @@ static void test_malformed_row_not_link_down(void **state)
     static char out[65536];
     const char *db = tpath("badrow.db"), *suite = write_suite();
     unsetenv("KOPE_LLM_BASE_URL");
+    test_store_init(db);
     int rc = run_cmd(out, sizeof out, "%s --db %s run --suite %s --budget 1 --offline", kope_bin(), db, suite);
     assert_int_equal(rc, 0);
     struct store *st;
