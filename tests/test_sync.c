@@ -666,6 +666,10 @@ static void test_eight_clients_at_once(void **s)
     struct par p[8];
     pthread_t th[8];
     world_open(&w, "par", 5000);
+    /* eight honest clients share 127.0.0.1: under emulation their handshakes
+     * overlap for seconds, so the per-address handshake share (4 by default,
+     * what a flood from one address gets) must cover all eight here */
+    w.srv.s.max_per_addr = 8;
     for (int i = 0; i < 8; i++) {
         char name[32];
         snprintf(name, sizeof name, "par_c%d", i);
@@ -1309,7 +1313,9 @@ static double trickle_until(struct srv *s, struct net_peer *p, int fd, const uin
         } else if (send(fd, b + i % n_bytes, 1, MSG_NOSIGNAL) != 1) {
             break;
         }
-        usleep((useconds_t)step_ms * 1000);
+        /* the step scales with the deadlines (test_ms): unscaled, a 10x longer
+         * deadline under qemu lets the cycled bytes complete a frame first */
+        usleep((useconds_t)test_ms(step_ms) * 1000);
     }
     for (int i = 0; i < 200 && srv_sessions(s) < n_sessions; i++)
         usleep(10000);
@@ -1382,7 +1388,7 @@ static void *fake_srv_main(void *arg)
         for (size_t i = 0; !f->stop && util_now_ns() - t0 < (uint64_t)test_ms(5000) * 1000000u; i++) {
             if (net_peer_write_raw(p, hello + i % sizeof hello, 1) || net_peer_flush(p))
                 break;
-            usleep(50000);
+            usleep((useconds_t)test_ms(50) * 1000); /* scaled like the deadline */
         }
     }
     net_peer_abort(p);
