@@ -43,7 +43,7 @@ static int prompt_fallback(const struct ctx_request *rq, struct ctx_prompt *p)
                    f->status ? f->status : "", f->tags ? " tags " : "", f->tags ? f->tags : "");
         if (f->speedup > 0)
             buf_printf(&u, "speedup %.2fx vs %s%s\n", f->speedup, f->baseline ? f->baseline : "baseline",
-                       f->emulated ? " (icount, emulated)" : "");
+                       f->emulated ? " (vcost, emulated)" : "");
         if (f->text)
             buf_printf(&u, "%.*s\n", CTX_FEEDBACK_MAX_BYTES, f->text);
     }
@@ -85,7 +85,7 @@ int prompt_build(struct run *r, const struct plat_task *t, const uint8_t task[32
             graph_blob_get(r->g, src->valuestring, &best_src, &len);
         const cJSON *sp = history_body(&b->out, "speedup"), *bl = history_body(&b->out, "baseline");
         if (cJSON_IsNumber(sp))
-            snprintf(summary, sizeof summary, "pass, %.2fx vs %s (icount when emulated)", sp->valuedouble,
+            snprintf(summary, sizeof summary, "pass, %.2fx vs %s (vcost when emulated)", sp->valuedouble,
                      cJSON_IsString(bl) ? bl->valuestring : "baseline");
         else
             snprintf(summary, sizeof summary, "pass");
