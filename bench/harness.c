@@ -13,6 +13,10 @@
  *     post-check) of a trivial kernel, vs baseline "bare runner start": the
  *     runner (qemu-riscv64, or nothing natively) executing a static riscv64
  *     program that returns at once;
+ *   - the isolation's cost: verify + measure with the harness run isolated
+ *     (namespaces, minimal root, seccomp: platform/proc.c) against the same
+ *     with PLAT_SET_UNSAFE_NO_ISOLATION, interleaved in the same run (the
+ *     judge/kernel-process split is in both: it is the harness itself);
  *   - icount repeatability: N measure runs of the same build must report
  *     the same instruction count (only when the qemu plugin is present).
  * All figures are medians over N; wall-clock on this machine.
@@ -24,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "platform/embed.h"
 #include "platform/platform.h"
 
 static const char *kernel_src =
@@ -104,6 +109,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "cannot write %s\n", src_path);
         return 1;
     }
+    /* the plain-compile baseline needs kernel_abi.h: the one kope embeds */
+    const struct embed_file *abi = embed_find("platform/kernel_abi.h");
+    char abi_path[700];
+    snprintf(abi_path, sizeof abi_path, "%s/kernel_abi.h", dir);
+    f = fopen(abi_path, "w");
+    if (!abi || !f || fwrite(abi->data, 1, abi->len, f) != abi->len || fclose(f) != 0) {
+        fprintf(stderr, "cannot write %s\n", abi_path);
+        return 1;
+    }
 
     /* first compile builds the harness objects: reported on its own */
     struct plat_build b;
@@ -119,11 +133,11 @@ int main(int argc, char **argv)
 
     double *cc = calloc((size_t)n, sizeof *cc), *plain = calloc((size_t)n, sizeof *plain);
     double *ver = calloc((size_t)n, sizeof *ver), *mea = calloc((size_t)n, sizeof *mea);
-    double *bare = calloc((size_t)n, sizeof *bare);
+    double *bare = calloc((size_t)n, sizeof *bare), *noiso = calloc((size_t)n, sizeof *noiso);
     unsigned long long *ic = calloc((size_t)n, sizeof *ic);
     struct plat_verify *v = malloc(sizeof *v);
     struct plat_measure *m = malloc(sizeof *m);
-    if (!cc || !plain || !ver || !mea || !bare || !ic || !v || !m)
+    if (!cc || !plain || !ver || !mea || !bare || !noiso || !ic || !v || !m)
         return 1;
     int have_icount = 1;
     for (int i = 0; i < n; i++) {
@@ -131,9 +145,13 @@ int main(int argc, char **argv)
         if (rc || !b.ok)
             return 1;
         cc[i] = b.compile_ms;
-        snprintf(cmd, sizeof cmd, "%.300s %.200s -I%.500s/rt -c %.500s -o %.500s/plain.o", d.cc, "",
-                 work, src_path, dir);
+        snprintf(cmd, sizeof cmd, "%.300s -I%.500s -c %.500s -o %.500s/plain.o", d.cc, dir,
+                 src_path, dir);
         plain[i] = time_cmd(cmd);
+        if (plain[i] < 0) {
+            fprintf(stderr, "the plain-compile baseline failed: %s\n", cmd);
+            return 1;
+        }
         t0 = now_ms();
         if (platform_verify(p, &t, &b, v) || !v->pass) {
             fprintf(stderr, "verify failed: %s\n", v->detail);
@@ -147,6 +165,15 @@ int main(int argc, char **argv)
         }
         mea[i] = now_ms() - t0;
         ic[i] = m->icount;
+        /* the same two runs without the isolation layers */
+        p->set.flags |= PLAT_SET_UNSAFE_NO_ISOLATION;
+        t0 = now_ms();
+        if (platform_verify(p, &t, &b, v) || !v->pass || platform_measure(p, &t, &b, m) || !m->ok) {
+            fprintf(stderr, "unisolated run failed: %s\n", v->detail);
+            return 1;
+        }
+        noiso[i] = now_ms() - t0;
+        p->set.flags &= ~(unsigned)PLAT_SET_UNSAFE_NO_ISOLATION;
         have_icount &= m->has_icount;
         /* baseline: the runner starting a static program that exits at once */
         snprintf(cmd, sizeof cmd, "%.300s %.500s/true-rv >/dev/null 2>&1", d.runner, dir);
@@ -165,12 +192,15 @@ int main(int argc, char **argv)
     double mb = median(bare, n);
     printf("\n  compile per candidate:     %7.0f ms  vs plain `cc -c` of the same file %5.0f ms"
            "  -> %.2fx\n", mc, mp, mp > 0 ? mc / mp : 0);
-    printf("  verify per candidate:      %7.0f ms  (%d cases + reseeded re-check, one child)\n", mv,
+    printf("  verify per candidate:      %7.0f ms  (%d cases + reseeded re-check, a kernel process each)\n", mv,
            v->n_cases);
     printf("  measure per candidate:     %7.0f ms  (pre-check, candidate + %d baselines timed, "
-           "post-check)\n", mm, m->n_baselines);
+           "every sample checked, post-check, counted calls)\n", mm, m->n_baselines);
     printf("  loop overhead excl. compile: %5.0f ms  vs bare runner start %5.1f ms -> %.1fx%s\n",
            mv + mm, mb, mb > 0 ? (mv + mm) / mb : 0, d.emulated ? "  (emulated)" : "");
+    double mn = median(noiso, n);
+    printf("  isolation cost:            %7.0f ms verify+measure isolated vs %5.0f ms without "
+           "(PLAT_SET_UNSAFE_NO_ISOLATION) -> %.2fx\n", mv + mm, mn, mn > 0 ? (mv + mm) / mn : 0);
     if (have_icount) {
         int same = 1;
         for (int i = 1; i < n; i++)
@@ -183,7 +213,7 @@ int main(int argc, char **argv)
     } else {
         printf("  icount repeatability:      no icount plugin loaded (not measured)\n");
     }
-    free(cc); free(plain); free(ver); free(mea); free(bare); free(ic); free(v); free(m);
+    free(cc); free(plain); free(ver); free(mea); free(bare); free(noiso); free(ic); free(v); free(m);
     platform_close(p);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)

@@ -20,8 +20,10 @@
 #include <cJSON.h>
 
 #include "core/agent.h"
+#include "core/context.h"
 #include "core/err.h"
 #include "core/graph.h"
+#include "core/prompt.h"
 #include "core/proposer.h"
 #include "core/queue.h"
 #include "core/task.h"
@@ -106,8 +108,9 @@ static int find_task_cb(void *ctx, const struct store_rec *r)
     return f->found; /* the first (oldest) match: every device agrees on it */
 }
 
-/* The task record with exactly this spec on this target, added if absent. */
-static int task_record(struct run *r, const struct task_entry *te, uint8_t id[32])
+/* The task record with exactly this spec on this target, added if absent
+ * (not when add is 0: then *found says whether there is one). */
+static int task_lookup(struct run *r, const struct task_entry *te, int add, uint8_t id[32], int *found)
 {
     cJSON *spec = task_spec(te);
     if (!spec)
@@ -116,15 +119,22 @@ static int task_record(struct run *r, const struct task_entry *te, uint8_t id[32
     int rc = store_rec_query(r->g->st, STORE_Q_TASKS, NULL, 0, find_task_cb, &f);
     if (rc > 0)
         rc = 0;
+    *found = f.found;
     if (!rc && f.found)
         memcpy(id, f.id, 32);
-    else if (!rc)
+    else if (!rc && add)
         rc = graph_task_add(r->g, r->target, spec, id);
     cJSON_Delete(spec);
     if (rc)
         return run_fail(r, rc, "task %s: cannot store its record: %s", te->t.name,
                     r->g->err[0] ? r->g->err : kope_strerror(rc));
     return 0;
+}
+
+static int task_record(struct run *r, const struct task_entry *te, uint8_t id[32])
+{
+    int found;
+    return task_lookup(r, te, 1, id, &found);
 }
 
 /* --------------------------------------------------------------- one task */
@@ -297,6 +307,15 @@ static int run_task(struct run *r, const struct task_entry *te, size_t ti, size_
         goto out;
     if ((rc = proposers_for_task(r, t, ps, &nps)))
         goto out;
+    /* a suite task's own seed (core/task.h "seed") comes before them all */
+    if (te->seed && nps < PROPOSERS_MAX) {
+        memmove(ps + 1, ps, nps * sizeof *ps);
+        nps++;
+        if ((rc = proposer_seed_new(te->seed_file, te->seed, te->seed_len, &ps[0]))) {
+            memmove(ps, ps + 1, --nps * sizeof *ps);
+            goto out;
+        }
+    }
     for (;;) {
         history_free(&h);
         if ((rc = history_load(r, res->task_id, &h)))
@@ -352,6 +371,12 @@ out:
 
 /* ---------------------------------------------------------------- the run */
 
+/* The run_state key of a suite (+ one task): what `kope run` resumes by. */
+static void run_key(const struct task_suite *s, const char *task_name, char *key, size_t cap)
+{
+    snprintf(key, cap, "%s%s%s", s->name, task_name ? "/" : "", task_name ? task_name : "");
+}
+
 static int run_begin(struct run *r, const char *key, int *resumed)
 {
     char *cur = NULL;
@@ -405,7 +430,7 @@ int agent_run(struct graph *g, const struct agent_opts *o, struct agent_summary 
     r.o = o;
     r.err = err;
     r.err_len = err_len;
-    r.target = o->target ? o->target : "k3";
+    r.target = o->target ? o->target : PLAT_DEFAULT_TARGET;
     r.t0_ns = util_now_ns();
     err[0] = '\0';
     if ((rc = task_suite_load(o->suite_path, &s, err, err_len)))
@@ -426,7 +451,7 @@ int agent_run(struct graph *g, const struct agent_opts *o, struct agent_summary 
         goto out;
     }
     char key[PLAT_NAME_MAX * 2 + 8];
-    snprintf(key, sizeof key, "%s%s%s", s.name, o->task_name ? "/" : "", o->task_name ? o->task_name : "");
+    run_key(&s, o->task_name, key, sizeof key);
     if ((rc = run_begin(&r, key, &out->resumed)))
         goto out;
     out->run = r.id;
@@ -487,7 +512,7 @@ int agent_queue_flush(struct graph *g, const struct agent_opts *o, struct platfo
     r.o = o;
     r.err = err;
     r.err_len = err_len;
-    r.target = o->target ? o->target : "k3";
+    r.target = o->target ? o->target : PLAT_DEFAULT_TARGET;
     r.p = p;
     r.t0_ns = util_now_ns();
     err[0] = '\0';
@@ -500,5 +525,71 @@ int agent_queue_flush(struct graph *g, const struct agent_opts *o, struct platfo
     platform_close(r.p_fast);
     if (!p)
         platform_close(r.p);
+    return rc;
+}
+
+/* The prompt the next `kope run --task` would send: the same builder
+ * (core/prompt.c) over the same inputs - the target and options of o, the
+ * task's best in the graph, and as feedback the trials of the run that
+ * would be resumed (`kope run --suite S --task T`, else `kope run --suite
+ * S`), none when the next run is a new one. Read-only. */
+int agent_prompt_next(struct graph *g, const struct agent_opts *o, struct ctx_prompt *p, struct agent_next *nx,
+                      char *err, size_t err_len)
+{
+    struct run r;
+    struct task_suite s = {0};
+    struct history h;
+    int rc;
+    memset(&r, 0, sizeof r);
+    memset(&h, 0, sizeof h);
+    memset(nx, 0, sizeof *nx);
+    h.best = -1;
+    r.g = g;
+    r.o = o;
+    r.err = err;
+    r.err_len = err_len;
+    r.target = o->target ? o->target : PLAT_DEFAULT_TARGET;
+    err[0] = '\0';
+    if ((rc = task_suite_load(o->suite_path, &s, err, err_len)))
+        goto out;
+    const struct task_entry *te = o->task_name ? task_suite_find(&s, o->task_name) : NULL;
+    if (!te) {
+        rc = run_fail(&r, KOPE_ERR_NOTFOUND, "no task '%s' in suite %s (see `kope tasks`)",
+                      o->task_name ? o->task_name : "", s.name);
+        goto out;
+    }
+    /* the run the next `kope run` resumes, by its key; 0 = a new run */
+    char key[PLAT_NAME_MAX * 2 + 8], *cur = NULL;
+    for (int whole = 0; whole < 2 && !r.id; whole++) {
+        run_key(&s, whole ? NULL : o->task_name, key, sizeof key);
+        rc = o->fresh ? STORE_ERR_NOTFOUND : store_run_find(g->st, key, "running", &r.id, &cur);
+        free(cur);
+        cur = NULL;
+        if (rc && rc != STORE_ERR_NOTFOUND) {
+            rc = run_fail(&r, rc, "run state: %s", store_errmsg(g->st));
+            goto out;
+        }
+        if (!rc)
+            snprintf(nx->run_key, sizeof nx->run_key, "%s", key);
+    }
+    nx->run = r.id;
+    uint8_t id[32];
+    int found = 0;
+    if ((rc = task_lookup(&r, te, 0, id, &found)))
+        goto out;
+    if (found) {
+        if ((rc = history_load(&r, id, &h)))
+            goto out;
+        nx->decisions = h.tree.n;
+        memcpy(nx->task_id, id, 32);
+    }
+    nx->has_task = found;
+    nx->trials = h.n;
+    nx->has_best = h.best >= 0;
+    if ((rc = prompt_make(&r, &te->t, found ? id : NULL, &h, p)))
+        run_fail(&r, rc, "%s", p->err[0] ? p->err : kope_strerror(rc));
+out:
+    history_free(&h);
+    task_suite_free(&s);
     return rc;
 }

@@ -57,7 +57,7 @@ struct llm_settings;
 struct agent_opts {
     const char *suite_path;     /* NULL = the embedded default suite */
     const char *task_name;      /* NULL = every task of the suite */
-    const char *target;         /* NULL = "k3" */
+    const char *target;         /* NULL = PLAT_DEFAULT_TARGET */
     int budget;                 /* trials per task; 0 = AGENT_BUDGET_DEFAULT */
     long token_budget;          /* LLM tokens per run; 0 = AGENT_TOKENS_DEFAULT */
     double time_limit_s;        /* wall time of the run; 0 = none */
@@ -126,5 +126,24 @@ int agent_run(struct graph *g, const struct agent_opts *o, struct agent_summary 
  * the calls stay queued (*sent counts only answered ones). */
 int agent_queue_flush(struct graph *g, const struct agent_opts *o, struct platform *p, int force,
                       int *sent, int *applied, char *err, size_t err_len);
+
+/* What agent_prompt_next found. */
+struct agent_next {
+    int64_t run;                /* the run the next `kope run` resumes, 0 = a new one */
+    char run_key[PLAT_NAME_MAX * 2 + 8];
+    int has_task;               /* the task has a record in the graph */
+    uint8_t task_id[32];
+    size_t decisions;           /* decisions of the task in the graph */
+    size_t trials;              /* trials of that run (its feedback comes from them) */
+    int has_best;               /* a best in the graph: the LLM proposes from trial 1 */
+};
+
+/* The prompt the next `kope run` of o->suite_path / o->task_name would send
+ * to the LLM, built by the same code from the same inputs (core/prompt.h).
+ * Read-only. *p (ctx_prompt_init'ed) is the caller's to free. Returns 0 or
+ * a code with err set. */
+struct ctx_prompt;
+int agent_prompt_next(struct graph *g, const struct agent_opts *o, struct ctx_prompt *p, struct agent_next *nx,
+                      char *err, size_t err_len);
 
 #endif

@@ -1,11 +1,12 @@
 /*
- * core/cli_context.c - `kope context TASK`: print the prompt the agent would
- * send next for a task, with the tokens of each tier and which records were
- * chosen (or dropped) and why. Read-only: it never appends to the graph.
+ * core/cli_context.c - `kope context TASK`: print the prompt the next `kope
+ * run --task TASK` would send, with the tokens of each tier and which records
+ * were chosen (or dropped) and why. Read-only: it never appends to the graph.
  *
- * The hot tier comes from the graph as `kope run` would leave it: the best
- * passing decision of the task is the current best kernel (and the decision
- * refined next), and the newest outcome is the latest feedback.
+ * The prompt comes from agent_prompt_next (core/agent.h): the run's own
+ * builder (core/prompt.c) with the run's inputs - the target, the task's
+ * best in the graph, and the feedback of the run the next `kope run` would
+ * resume - so what is printed is what is sent.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,13 +14,17 @@
 
 #include <cJSON.h>
 
+#include "core/agent.h"
 #include "core/cli.h"
 #include "core/config.h"
 #include "core/context.h"
 #include "core/err.h"
+#include "core/llm_conf.h"
 #include "core/graph.h"
 #include "core/task.h"
 #include "core/util.h"
+#include "net/llm.h"
+#include "platform/platform.h"
 
 static const char *opt_value(int argc, char **argv, int *i, const char *name)
 {
@@ -37,58 +42,34 @@ static int is_opt(const char *a, const char *name)
     return strcmp(a, name) == 0 || (strncmp(a, name, n) == 0 && a[n] == '=');
 }
 
-static const char *body_str(const struct graph_rec *r, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(r->json, "body"), k);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static double body_num(const struct graph_rec *r, const char *k, double d)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(r->json, "body"), k);
-    return cJSON_IsNumber(v) ? v->valuedouble : d;
-}
-
-static void tags_of(const struct graph_rec *r, char *buf, size_t cap)
-{
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(r->json, "body"), "tags");
-    const cJSON *e;
-    size_t off = 0;
-    buf[0] = '\0';
-    cJSON_ArrayForEach(e, t) {
-        if (cJSON_IsString(e) && off + strlen(e->valuestring) + 2 < cap)
-            off += (size_t)snprintf(buf + off, cap - off, "%s%s", off ? "," : "", e->valuestring);
-    }
-}
-
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: kope context TASK [--suite FILE] [--budget N] [--context active|passive]\n"
-            "                         [--endpoint URL]\n"
+            "usage: kope context TASK [--suite FILE] [--platform NAME] [--budget N]\n"
+            "                         [--context active|passive] [--endpoint URL]\n"
             "\n"
-            "Prints the prompt kope would send to the LLM next for TASK: the token count of\n"
+            "Prints, byte for byte, the prompt the next `kope run --task TASK` would send to\n"
+            "the LLM (same builder, target, best and feedback: the trials of the run it\n"
+            "would resume, none for a new run), with the token count of\n"
             "each tier (hot: task, best kernel, latest feedback; warm: experience retrieved\n"
             "from the graph; cold: built-in knowledge and the probe), every candidate item\n"
             "with '+' chosen or '-' dropped and why, then the system and user messages.\n"
             "\n"
             "  --suite FILE      task suite (default: the embedded %s)\n"
+            "  --platform NAME   target (default: platform.name, else %s)\n"
             "  --budget N        token budget of the prompt (default %d)\n"
             "  --context MODE    active (default) or passive: the full history, unbudgeted\n"
             "                    (the KOPE paper's baseline), for comparison\n"
             "  --endpoint URL    count tokens with that endpoint's calibration factor\n"
             "                    (default: llm.base_url / $KOPE_LLM_BASE_URL)\n",
-            TASK_DEFAULT_SUITE, CTX_BUDGET_DEFAULT);
+            TASK_DEFAULT_SUITE, PLAT_DEFAULT_TARGET, CTX_BUDGET_DEFAULT);
 }
 
 int cli_context(struct cli *c, int argc, char **argv)
 {
-    const char *suite_path = NULL, *task_name = NULL, *endpoint = NULL;
+    const char *suite_path = NULL, *task_name = NULL, *endpoint = NULL, *target = NULL;
     long budget = CTX_BUDGET_DEFAULT;
-    int mode = CTX_ACTIVE;
+    int mode = CTX_ACTIVE, budget_set = 0;
     char err[512];
     if (cli_wants_help(argc, argv)) {
         usage(stdout);
@@ -110,6 +91,11 @@ int cli_context(struct cli *c, int argc, char **argv)
                         CTX_BUDGET_MIN);
                 return CLI_USAGE;
             }
+            budget_set = 1;
+        } else if (is_opt(argv[i], "--platform")) {
+            if (!(v = opt_value(argc, argv, &i, "--platform")) || !*v)
+                goto bad;
+            target = v;
         } else if (is_opt(argv[i], "--context")) {
             if (!(v = opt_value(argc, argv, &i, "--context")) || (mode = ctx_mode_parse(v)) < 0) {
                 fprintf(stderr, "kope context: --context must be active or passive\n");
@@ -134,111 +120,67 @@ int cli_context(struct cli *c, int argc, char **argv)
         return CLI_USAGE;
     }
 
-    struct task_suite suite;
-    memset(&suite, 0, sizeof suite);
-    if (task_suite_load(suite_path, &suite, err, sizeof err)) {
-        fprintf(stderr, "kope context: %s\n", err);
-        return CLI_FAIL;
-    }
-    int rc = CLI_FAIL;
-    const struct task_entry *te = task_suite_find(&suite, task_name);
-    struct graph g;
-    struct graph_tree tree;
+    struct kope_config *cfg = cli_config(c);
+    struct agent_opts o;
+    struct agent_next nx;
+    struct llm_settings ls, view;
     struct ctx_prompt p;
-    char *best_src = NULL;
-    int have_graph = 0, have_tree = 0;
-    memset(&tree, 0, sizeof tree);
+    struct graph g;
+    int rc = CLI_FAIL, have_graph = 0;
+    agent_opts_init(&o);
+    llm_settings_init(&ls);
     ctx_prompt_init(&p);
-    if (!te) {
-        fprintf(stderr, "kope context: no task '%s' in suite %s (see `kope tasks`)\n", task_name,
-                suite.name);
+    /* the options `kope run --task TASK` would run with */
+    o.suite_path = suite_path;
+    o.task_name = task_name;
+    o.target = target ? target : cfg ? kope_config_str(cfg, "platform.name", PLAT_DEFAULT_TARGET)
+                                     : PLAT_DEFAULT_TARGET;
+    o.ctx_mode = mode;
+    o.ctx_budget = budget_set ? (size_t)budget : 0;
+    if (!platform_find(o.target)) {
+        fprintf(stderr, "kope context: no platform '%s'\n", o.target);
+        rc = CLI_USAGE;
         goto out;
     }
+    if (llm_conf_load(cfg, &ls, NULL, err, sizeof err)) {
+        fprintf(stderr, "kope context: %s\n", err);
+        goto out;
+    }
+    view = ls;
+    if (endpoint)
+        view.base_url = (char *)endpoint; /* borrowed for the call; ls keeps its own */
+    o.llm = view.base_url ? &view : NULL;
     if (cli_graph_open(c, &g, 0) != CLI_OK)
         goto out;
     have_graph = 1;
-    if (!endpoint) {
-        endpoint = getenv("KOPE_LLM_BASE_URL");
-        if (!endpoint || !*endpoint) {
-            struct kope_config *cfg = cli_config(c);
-            endpoint = cfg ? kope_config_str(cfg, "llm.base_url", NULL) : NULL;
-        }
-    }
-
-    struct ctx_request rq;
-    ctx_request_init(&rq);
-    rq.task = &te->t;
-    rq.budget_tokens = (size_t)budget;
-    rq.mode = (enum ctx_mode)mode;
-    rq.endpoint = endpoint;
-    uint8_t task_id[32], parent[32];
-    char summary[400], tags[200], fb_tags[200];
-    struct ctx_feedback fb;
-    memset(&fb, 0, sizeof fb);
-    if (graph_task_find(&g, te->t.name, task_id) == 0) {
-        rq.task_id = task_id;
-        if (graph_tree_load(&g, task_id, &tree) == 0) {
-            have_tree = 1;
-            int best = graph_tree_best(&tree);
-            if (best >= 0) {
-                const struct graph_node *nd = &tree.nodes[best];
-                const char *src = body_str(&nd->dec, "source");
-                size_t len;
-                if (src && graph_blob_get(&g, src, &best_src, &len) == 0) {
-                    const char *base = body_str(&nd->out, "baseline");
-                    tags_of(&nd->dec, tags, sizeof tags);
-                    snprintf(summary, sizeof summary, "pass, %.2fx vs %s [%s]",
-                             body_num(&nd->out, "speedup", 0), base ? base : "baseline", tags);
-                    rq.best_source = best_src;
-                    rq.best_summary = summary;
-                    rq.best_share = body_num(&nd->out, "share", 0);
-                    memcpy(parent, nd->dec.id, 32);
-                    rq.parent_decision = parent;
-                }
-            }
-            /* the newest outcome is the latest feedback */
-            for (size_t i = tree.n; i-- > 0;) {
-                const struct graph_node *nd = &tree.nodes[i];
-                if (!nd->has_outcome)
-                    continue;
-                tags_of(&nd->dec, fb_tags, sizeof fb_tags);
-                fb.stage = "outcome";
-                fb.status = body_str(&nd->out, "status");
-                fb.tags = fb_tags;
-                fb.text = body_str(&nd->out, "reason");
-                fb.speedup = body_num(&nd->out, "speedup", 0);
-                fb.baseline = body_str(&nd->out, "baseline");
-                fb.emulated = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
-                    cJSON_GetObjectItemCaseSensitive(nd->out.json, "body"), "emulated"));
-                rq.feedback = &fb;
-                rq.n_feedback = 1;
-                break;
-            }
-        }
-    }
-    int brc = context_build(&g, &rq, &p);
-    if (brc) {
-        fprintf(stderr, "kope context: %s\n", p.err[0] ? p.err : kope_strerror(brc));
+    int arc = agent_prompt_next(&g, &o, &p, &nx, err, sizeof err);
+    if (arc) {
+        fprintf(stderr, "kope context: %s\n", err[0] ? err : kope_strerror(arc));
+        rc = CLI_FAIL;
         goto out;
     }
-    if (rq.task_id) {
+    if (nx.has_task) {
         char hex[GRAPH_ID_HEX];
-        util_hex(task_id, 32, hex);
-        printf("# task %s: record %.16s, %zu decision(s) in the graph\n", te->t.name, hex,
-               have_tree ? tree.n : 0);
+        util_hex(nx.task_id, 32, hex);
+        printf("# task %s: record %.16s, %zu decision(s) in the graph\n", task_name, hex, nx.decisions);
     } else {
-        printf("# task %s: not in the graph yet (no own history)\n", te->t.name);
+        printf("# task %s: not in the graph yet (no own history)\n", task_name);
     }
+    if (nx.run)
+        printf("# the next `kope run` resumes run %lld (%s): feedback from its %zu trial(s)\n",
+               (long long)nx.run, nx.run_key, nx.trials);
+    else
+        printf("# the next `kope run` is a new run: no feedback yet\n");
+    if (!nx.has_best && !nx.trials)
+        printf("# no best in the graph yet: the run's first trial is the target's own (tuner default or\n"
+               "# starter), and the first LLM prompt follows its outcome\n");
     ctx_prompt_print(&p, stdout);
     rc = fflush(stdout) == 0 ? CLI_OK : CLI_FAIL;
 out:
     ctx_prompt_free(&p);
-    if (have_tree)
-        graph_tree_free(&tree);
-    free(best_src);
+    llm_settings_free(&ls);
     if (have_graph)
         graph_free(&g);
-    task_suite_free(&suite);
     return rc;
 bad:
     fprintf(stderr, "kope context: an option needs a value (see `kope context --help`)\n");

@@ -179,7 +179,7 @@ static int kx_load(struct graph *g, const struct graph_tree *t, int best, const 
     }
     k->emulated = cJSON_IsTrue(jget(ob, "emulated"));
     if (k->emulated && !include_emulated) {
-        snprintf(why, why_cap, "its only evidence is emulated (qemu instruction counts, outcome %.12s): "
+        snprintf(why, why_cap, "its only evidence is emulated (qemu: instruction counts or the vector-cost model, outcome %.12s): "
                  "pass --include-emulated to export it (kernels.json marks it)", nd->out.id_hex);
         return 1;
     }
@@ -217,10 +217,17 @@ static int kx_load(struct graph *g, const struct graph_tree *t, int best, const 
 
 /* --------------------------------------------------------- provenance --- */
 
-/* Write s into a C comment: "*" followed by "/" would end it early. */
+/* Write s into a C comment: "*" followed by "/" would end it early. Lines
+ * are broken at a space past column 76 and continued under the value. */
 static void comment_str(FILE *f, const char *s)
 {
-    for (; s && *s; s++) {
+    int col = 16;
+    for (; s && *s; s++, col++) {
+        if (*s == ' ' && col > 76) {
+            fputs("\n *             ", f);
+            col = 16;
+            continue;
+        }
         fputc(*s == '\n' ? ' ' : *s, f);
         if (s[0] == '*' && s[1] == '/')
             fputc(' ', f);
@@ -252,9 +259,14 @@ static void method_text(const struct kx *k, char *buf, size_t cap)
         snprintf(extra, sizeof extra, ", %.0f repeats, spread %.1f%%", reps, spread * 100);
     else
         snprintf(extra, sizeof extra, ", repeats and spread not recorded by the kope that measured it");
-    if (k->emulated)
-        snprintf(buf, cap, "emulated (qemu): instruction counts, not times; icount %.0f%s%s%s",
-                 jnum(ob, "icount", 0), m ? "; " : "", m ? m : "", reps > 0 ? extra : "");
+    const char *metric = jstr(ob, "metric");
+    if (k->emulated && metric && strcmp(metric, "vcost") == 0)
+        snprintf(buf, cap, "emulated (qemu): ratios by the vector-cost model (vcost %.0f; icount %.0f; "
+                 "both repeat exactly), not times%s%s", jnum(ob, "vcost", 0), jnum(ob, "icount", 0),
+                 m ? "; harness: " : "", m ? m : "");
+    else if (k->emulated) /* qemu wall-time repeats and spread say nothing: left out */
+        snprintf(buf, cap, "emulated (qemu): instruction counts (icount %.0f, repeats exactly), not times%s%s",
+                 jnum(ob, "icount", 0), m ? "; harness: " : "", m ? m : "");
     else
         snprintf(buf, cap, "native time: median %.0f ns per call%s%s%s", jnum(ob, "median_ns", 0), extra,
                  m ? "; " : "", m ? m : "");
@@ -316,7 +328,8 @@ static void provenance_write(FILE *f, const struct kx *k, const char *date)
     comment_str(f, ratios);
     fprintf(f, " (same run)\n");
     if (k->emulated)
-        fprintf(f, " *   EMULATED: these ratios count instructions under qemu; no speed was measured.\n");
+        fprintf(f, " *   EMULATED: these ratios come from qemu (instruction counts / vector-cost model);\n"
+                   " *             no speed was measured.\n");
     fprintf(f, " *   written   by kope %s on %s\n */\n", KOPE_VERSION, date);
 }
 
@@ -765,8 +778,10 @@ static int write_manifest(const char *dir, const char *target, struct kx *ks, si
         const cJSON *keep[] = {jget(k->out_body, "ratios"), jget(k->out_body, "speedup"),
                                jget(k->out_body, "baseline"), jget(k->out_body, "icount"),
                                jget(k->out_body, "median_ns"), jget(k->out_body, "repeats"),
-                               jget(k->out_body, "spread")};
-        static const char *const kn[] = {"ratios", "speedup", "baseline", "icount", "median_ns", "repeats", "spread"};
+                               jget(k->out_body, "spread"), jget(k->out_body, "metric"),
+                               jget(k->out_body, "vcost")};
+        static const char *const kn[] = {"ratios", "speedup", "baseline", "icount", "median_ns",
+                                         "repeats", "spread", "metric", "vcost"};
         for (size_t j = 0; j < sizeof keep / sizeof keep[0]; j++)
             if (keep[j])
                 cJSON_AddItemToObject(o, kn[j], cJSON_Duplicate(keep[j], 1));
@@ -1011,9 +1026,20 @@ static int kernels_export(struct cli *c, int argc, char **argv)
             struct kx probe;
             memset(&probe, 0, sizeof probe);
             uint64_t batch_te = te ? (te->t.batch > 1 ? te->t.batch : 0) : 0;
-            if (!te || !spec_read(jget(t.task.json, "body"), &probe) || probe.op != te->t.op ||
+            if (!te) {
+                graph_tree_free(&t);
+                continue;
+            }
+            if (!spec_read(jget(t.task.json, "body"), &probe) || probe.op != te->t.op ||
                 probe.n != te->t.n || probe.rows != te->t.rows || probe.cols != te->t.cols ||
                 probe.m != te->t.m || probe.k != te->t.k || (probe.batch > 1 ? probe.batch : 0) != batch_te) {
+                char have[128], want_s[128];
+                shape_text(&probe, have, sizeof have);
+                task_shape_print(&te->t, want_s, sizeof want_s);
+                snprintf(rf[nr].task, sizeof rf[nr].task, "%s", tp->name);
+                snprintf(rf[nr].why, sizeof rf[nr].why, "this store's task is %s %s, the suite's %s %s",
+                         plat_op_name(probe.op), have, plat_op_name(te->t.op), want_s);
+                nr++;
                 graph_tree_free(&t);
                 continue;
             }

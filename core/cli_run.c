@@ -20,6 +20,7 @@
 #include "core/err.h"
 #include "core/graph.h"
 #include "core/llm_conf.h"
+#include "core/task.h"
 #include "core/util.h"
 #include "net/llm.h"
 #include "store/queue.h"
@@ -161,7 +162,7 @@ static void print_table(const struct agent_summary *s, FILE *f)
 int cli_run(struct cli *c, int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) {
-        printf("usage: kope run [--suite FILE] [--task NAME] [--budget N] [--offline]\n"
+        printf("usage: kope run [--suite FILE] [--task NAME [--seed FILE]] [--budget N] [--offline]\n"
                "                [--platform k3|ascend] [--tokens N] [--time-limit S] [--fresh]\n"
                "                [--no-memory] [--remeasure] [--context active|passive]\n"
                "\n"
@@ -181,6 +182,9 @@ int cli_run(struct cli *c, int argc, char **argv)
                "                   (default: a re-run spends its budget on new points)\n"
                "  --fresh          start a new run even if an interrupted one exists\n"
                "  --context MODE   prompt building: active (default) or passive\n"
+               "  --seed FILE      with --task: your kernel, tried first (proposer \"user\"),\n"
+               "                   screened, verified and measured like any candidate; the\n"
+               "                   best of the task (and the LLM's start) if it wins\n"
                "\n"
                "An interrupted run (crash, kill, power cut) resumes where it stopped on the\n"
                "next `kope run` with the same suite and task. The last line is\n"
@@ -189,6 +193,7 @@ int cli_run(struct cli *c, int argc, char **argv)
         return CLI_OK;
     }
     struct agent_opts o;
+    const char *seed_path = NULL;
     agent_opts_init(&o);
     for (int i = 1; i < argc; i++) {
         const char *v;
@@ -197,6 +202,8 @@ int cli_run(struct cli *c, int argc, char **argv)
             o.suite_path = v;
         else if ((v = opt_val(argc, argv, &i, "--task")))
             o.task_name = v;
+        else if ((v = opt_val(argc, argv, &i, "--seed")))
+            seed_path = v;
         else if ((v = opt_val(argc, argv, &i, "--platform")))
             o.target = v;
         else if ((v = opt_val(argc, argv, &i, "--budget"))) {
@@ -237,11 +244,39 @@ int cli_run(struct cli *c, int argc, char **argv)
             return CLI_USAGE;
         }
     }
+    char *seed = NULL;
+    if (seed_path) {
+        /* read before anything is opened or recorded: a bad file records nothing */
+        char serr[600];
+        if (!o.task_name) {
+            fprintf(stderr, "kope run: --seed needs --task NAME (a suite gives each task its \"seed\")\n");
+            return CLI_USAGE;
+        }
+        if (task_seed_read(seed_path, o.task_name, "--seed", &seed, &o.seed_len, serr, sizeof serr)) {
+            fprintf(stderr, "kope run: %s\n", serr);
+            return CLI_FAIL;
+        }
+        o.seed_src = seed;
+        o.seed_name = seed_path;
+    }
+    if (o.suite_path) {
+        /* a bad suite (or a seed it names) is an error before the store is
+         * opened: nothing is recorded, not even this device's identity */
+        struct task_suite chk;
+        char serr[1024];
+        if (task_suite_load(o.suite_path, &chk, serr, sizeof serr)) {
+            fprintf(stderr, "kope run: %s\n", serr);
+            free(seed);
+            return CLI_FAIL;
+        }
+        task_suite_free(&chk);
+    }
     struct kope_config *cfg = cli_config(c);
     if (!o.target)
         o.target = cfg ? kope_config_str(cfg, "platform.name", "k3") : "k3";
     if (!platform_find(o.target)) {
         fprintf(stderr, "kope run: no platform '%s'\n", o.target);
+        free(seed);
         return CLI_USAGE;
     }
     struct plat_settings set;
@@ -258,12 +293,14 @@ int cli_run(struct cli *c, int argc, char **argv)
     memset(&sum, 0, sizeof sum);
     if (load_llm(c, &ls, &have_llm)) {
         llm_settings_free(&ls);
+        free(seed);
         return CLI_FAIL;
     }
     if (have_llm && !o.offline)
         o.llm = &ls;
     if (open_graph(c, &g)) {
         llm_settings_free(&ls);
+        free(seed);
         return CLI_FAIL;
     }
     printf("kope run: suite %s, budget %d trial(s) per task, proposer %s\n",
@@ -283,6 +320,7 @@ out:
     agent_summary_free(&sum);
     graph_free(&g);
     llm_settings_free(&ls);
+    free(seed);
     return ret;
 }
 

@@ -194,6 +194,20 @@ int llm_conf_load(const struct kope_config *cfg, struct llm_settings *s, struct 
         }
     }
 
+    if (cfg && kope_config_node(cfg, "llm.max_tokens_field")) {
+        const char *f = kope_config_str(cfg, "llm.max_tokens_field", NULL);
+        if (f && strcmp(f, "max_tokens") == 0)
+            s->max_tokens_field = LLM_MAX_TOKENS;
+        else if (f && strcmp(f, "max_completion_tokens") == 0)
+            s->max_tokens_field = LLM_MAX_COMPLETION_TOKENS;
+        else {
+            snprintf(err, err_len, "config llm.max_tokens_field must be \"max_tokens\" or "
+                                   "\"max_completion_tokens\" (endpoints of reasoning models that refuse "
+                                   "max_tokens)");
+            return KOPE_ERR_CONFIG;
+        }
+    }
+
     double v;
     v = s->temperature;
     if ((rc = take_num(cfg, "llm.temperature", -1, 2, &v, err, err_len)))

@@ -59,8 +59,8 @@ static int prompt_fallback(const struct ctx_request *rq, struct ctx_prompt *p)
     return 0;
 }
 
-int prompt_build(struct run *r, const struct plat_task *t, const uint8_t task[32], const struct history *h,
-                 char **json)
+int prompt_make(struct run *r, const struct plat_task *t, const uint8_t *task, const struct history *h,
+                struct ctx_prompt *out)
 {
     int rc;
     struct ctx_request rq;
@@ -84,9 +84,14 @@ int prompt_build(struct run *r, const struct plat_task *t, const uint8_t task[32
         if (cJSON_IsString(src))
             graph_blob_get(r->g, src->valuestring, &best_src, &len);
         const cJSON *sp = history_body(&b->out, "speedup"), *bl = history_body(&b->out, "baseline");
+        const cJSON *met = history_body(&b->out, "metric");
         if (cJSON_IsNumber(sp))
-            snprintf(summary, sizeof summary, "pass, %.2fx vs %s (vcost when emulated)", sp->valuedouble,
-                     cJSON_IsString(bl) ? bl->valuestring : "baseline");
+            snprintf(summary, sizeof summary, "pass, %.2fx vs %s%s%s%s", sp->valuedouble,
+                     cJSON_IsString(bl) ? bl->valuestring : "baseline",
+                     cJSON_IsTrue(history_body(&b->out, "emulated")) ? " (emulated, by " : "",
+                     cJSON_IsTrue(history_body(&b->out, "emulated"))
+                         ? (cJSON_IsString(met) ? met->valuestring : "icount") : "",
+                     cJSON_IsTrue(history_body(&b->out, "emulated")) ? ")" : "");
         else
             snprintf(summary, sizeof summary, "pass");
         rq.best_source = best_src;
@@ -126,6 +131,24 @@ int prompt_build(struct run *r, const struct plat_task *t, const uint8_t task[32
         if (rc)
             goto out;
     }
+    *out = p;
+    ctx_prompt_init(&p);
+out:
+    for (size_t i = 0; i < nfb; i++)
+        free(fb_text[i]);
+    free(best_src);
+    ctx_prompt_free(&p);
+    return rc;
+}
+
+int prompt_build(struct run *r, const struct plat_task *t, const uint8_t task[32], const struct history *h,
+                 char **json)
+{
+    struct ctx_prompt p;
+    ctx_prompt_init(&p);
+    int rc = prompt_make(r, t, task, h, &p);
+    if (rc)
+        goto out;
     cJSON *j = cJSON_CreateObject();
     if (!j) {
         rc = KOPE_ERR_NOMEM;
@@ -138,10 +161,6 @@ int prompt_build(struct run *r, const struct plat_task *t, const uint8_t task[32
     cJSON_Delete(j);
     rc = *json ? 0 : KOPE_ERR_NOMEM;
 out:
-    for (size_t i = 0; i < nfb; i++)
-        free(fb_text[i]);
-    free(best_src);
     ctx_prompt_free(&p);
     return rc;
 }
-

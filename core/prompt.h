@@ -19,6 +19,11 @@
 #define PROMPT_FEEDBACK_MAX 4   /* earlier attempts shown to the LLM */
 #endif
 
+/* The prompt itself, with its tiers and items (for `kope context`): *out
+ * is owned by the caller (ctx_prompt_free). task may be NULL (no record yet). */
+struct ctx_prompt;
+int prompt_make(struct run *r, const struct plat_task *t, const uint8_t *task, const struct history *h,
+                struct ctx_prompt *out);
 /* The request JSON {"system":..,"user":..,"est":N} (the queue's prompt
  * blob) into *json (heap, caller frees). 0 or a code. */
 int prompt_build(struct run *r, const struct plat_task *t, const uint8_t task[32], const struct history *h,

@@ -90,7 +90,7 @@ int proposer_seed_new(const char *name, const char *src, size_t len, struct prop
     s->src[len] = '\0';
     s->len = len;
     snprintf(s->name, sizeof s->name, "%s", name && name[0] ? name : "seed");
-    s->base.name = "seed";
+    s->base.name = "user"; /* the decision's proposer: the and the report's word for a user's kernel */
     s->base.propose = seed_propose;
     s->base.destroy = seed_destroy;
     *out = &s->base;

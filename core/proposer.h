@@ -45,7 +45,7 @@ struct proposer_ctx {
 };
 
 struct proposer {
-    const char *name;           /* "tuner", "llm", "seed", "starter": the decision's "proposer" */
+    const char *name;           /* "tuner", "llm", "user" (a seed), "starter": the decision's "proposer" */
     /* Fill pr (already zeroed, pr->parent set) with the next candidate.
      * Returns a PROPOSE_* answer, or a negative code with c->r->err set. */
     int (*propose)(struct proposer *self, const struct proposer_ctx *c, struct proposal *pr);

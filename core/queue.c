@@ -86,6 +86,13 @@ int queue_send(struct run *r, const struct store_queue_row *row)
         goto out;
     }
     cJSON_AddStringToObject(kept, "content", rep.content ? rep.content : "");
+    /* why the reply ended and what else it held: a cut or reasoning-only
+     * reply is its own outcome, with its numbers (queue_apply) */
+    if (rep.finish_reason)
+        cJSON_AddStringToObject(kept, "finish_reason", rep.finish_reason);
+    cJSON_AddNumberToObject(kept, "reasoning_bytes", (double)(rep.reasoning ? strlen(rep.reasoning) : 0));
+    if (r->o->llm && r->o->llm->max_tokens > 0)
+        cJSON_AddNumberToObject(kept, "max_tokens", (double)r->o->llm->max_tokens);
     cJSON_AddNumberToObject(kept, "tokens_in", (double)(rep.n_tokens_in >= 0 ? rep.n_tokens_in : est_in));
     cJSON_AddNumberToObject(kept, "tokens_out",
                             (double)(rep.n_tokens_out >= 0 ? rep.n_tokens_out
@@ -138,6 +145,34 @@ static int rows_cb(void *ctx, const struct store_queue_row *row)
     return 0;
 }
 
+/* A reply without a kernel that says why: cut at max_tokens (its own
+ * status, "truncated", with the numbers) or reasoning only. kept is the
+ * stored reply (queue_send). */
+static void reply_cut(const cJSON *kept, struct proposal *pr, char *buf, size_t cap)
+{
+    const cJSON *fr = cJSON_GetObjectItemCaseSensitive(kept, "finish_reason");
+    const cJSON *rb = cJSON_GetObjectItemCaseSensitive(kept, "reasoning_bytes");
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(kept, "max_tokens");
+    const cJSON *content = cJSON_GetObjectItemCaseSensitive(kept, "content");
+    long reasoning = cJSON_IsNumber(rb) ? (long)rb->valuedouble : 0;
+    size_t clen = cJSON_IsString(content) ? strlen(content->valuestring) : 0;
+    if (cJSON_IsString(fr) && strcmp(fr->valuestring, "length") == 0) {
+        char lim[32] = "";
+        if (cJSON_IsNumber(mt))
+            snprintf(lim, sizeof lim, " (%ld)", (long)mt->valuedouble);
+        snprintf(buf, cap,
+                 "reply truncated at max_tokens%s: %ld completion tokens, %zu bytes of content, %ld bytes of "
+                 "reasoning; no complete kernel (raise llm.max_tokens)",
+                 lim, pr->tokens_out, clen, reasoning);
+        pr->status = "truncated";
+        pr->no_code = buf;
+    } else if (!clen && reasoning > 0) {
+        snprintf(buf, cap, "reasoning-only reply: %ld bytes of reasoning_content, no content (finish_reason %s)",
+                 reasoning, cJSON_IsString(fr) ? fr->valuestring : "absent");
+        pr->no_code = buf;
+    }
+}
+
 int queue_apply(struct run *r, const struct store_queue_row *row, const struct plat_task *tk)
 {
     char hex[GRAPH_ID_HEX], *body = NULL;
@@ -146,7 +181,7 @@ int queue_apply(struct run *r, const struct store_queue_row *row, const struct p
     struct llm_reply rep;
     struct task_suite one = {0};
     struct history h;
-    char dup[160];
+    char dup[160], cut[400];
     struct verdict *vd = calloc(1, sizeof *vd);
     memset(&h, 0, sizeof h);
     llm_reply_init(&rep);
@@ -167,13 +202,17 @@ int queue_apply(struct run *r, const struct store_queue_row *row, const struct p
     pr.tokens_in = cJSON_IsNumber(ti) ? (long)ti->valuedouble : 0;
     pr.tokens_out = cJSON_IsNumber(to) ? (long)to->valuedouble : 0;
     rc = llm_reply_extract(cJSON_IsString(content) ? content->valuestring : "", &rep);
-    cJSON_Delete(j);
-    if (rc)
+    if (rc) {
+        cJSON_Delete(j);
         goto out;
+    }
     pr.src = rep.kernel;
     pr.len = rep.kernel ? strlen(rep.kernel) : 0;
     pr.no_code = rep.no_code;
+    if (!pr.src)
+        reply_cut(j, &pr, cut, sizeof cut);
     pr.rationale = rep.rationale;
+    cJSON_Delete(j);
     for (size_t i = 0; i < rep.n_tags && pr.n_tags < TRIAL_TAGS_MAX; i++)
         pr.tags[pr.n_tags++] = rep.tags[i];
     if (!tk) {

@@ -271,6 +271,57 @@ static int parse_task(const cJSON *jt, size_t i, struct task_entry *e, char *err
     const cJSON *src = cJSON_GetObjectItemCaseSensitive(jt, "source");
     if (cJSON_IsString(src))
         snprintf(e->source, sizeof e->source, "%s", src->valuestring);
+    const cJSON *seed = cJSON_GetObjectItemCaseSensitive(jt, "seed");
+    if (seed) {
+        if (!cJSON_IsString(seed) || !seed->valuestring[0] ||
+            strlen(seed->valuestring) >= sizeof e->seed_file) {
+            snprintf(err, err_len, "%s: seed must be the path of a kernel file (at most %zu characters)", w,
+                     sizeof e->seed_file - 1);
+            return KOPE_ERR_PARSE;
+        }
+        snprintf(e->seed_file, sizeof e->seed_file, "%s", seed->valuestring);
+    }
+    return 0;
+}
+
+int task_seed_read(const char *path, const char *task, const char *field, char **src, size_t *len,
+                   char *err, size_t err_len)
+{
+    char msg[300];
+    *src = NULL;
+    *len = 0;
+    int rc = util_read_file(path, PLAT_SRC_MAX, src, len, msg, sizeof msg);
+    if (rc) {
+        snprintf(err, err_len, "task '%s': %s: cannot use '%.200s': %s", task, field, path, msg);
+        return rc;
+    }
+    if (*len == 0) {
+        free(*src);
+        *src = NULL;
+        snprintf(err, err_len, "task '%s': %s: '%.200s' is empty", task, field, path);
+        return KOPE_ERR_IO;
+    }
+    return 0;
+}
+
+/* Read every task's seed, relative to the suite file's folder. */
+static int seeds_load(const char *suite_path, struct task_suite *s, char *err, size_t err_len)
+{
+    const char *slash = strrchr(suite_path, '/');
+    int dir_len = slash ? (int)(slash - suite_path) : 0;
+    for (size_t i = 0; i < s->n_tasks; i++) {
+        struct task_entry *e = &s->tasks[i];
+        if (!e->seed_file[0])
+            continue;
+        char path[4200];
+        if (e->seed_file[0] == '/' || !slash)
+            snprintf(path, sizeof path, "%s", e->seed_file);
+        else
+            snprintf(path, sizeof path, "%.*s/%s", dir_len, suite_path, e->seed_file);
+        int rc = task_seed_read(path, e->t.name, "seed", &e->seed, &e->seed_len, err, err_len);
+        if (rc)
+            return rc;
+    }
     return 0;
 }
 
@@ -369,6 +420,8 @@ int task_suite_load(const char *path, struct task_suite *out, char *err, size_t 
     if (rc)
         return rc;
     rc = task_suite_parse(text, len, out, msg, sizeof msg);
+    if (!rc && (rc = seeds_load(path, out, msg, sizeof msg)))
+        task_suite_free(out);
     if (rc)
         snprintf(err, err_len, "%.200s: %s", path, msg);
     free(text);
@@ -379,6 +432,8 @@ void task_suite_free(struct task_suite *s)
 {
     if (!s)
         return;
+    for (size_t i = 0; s->tasks && i < s->n_tasks; i++)
+        free(s->tasks[i].seed);
     free(s->tasks);
     s->tasks = NULL;
     s->n_tasks = 0;

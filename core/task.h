@@ -8,7 +8,8 @@
  *    "tasks": [{"name": "silu-4096", "op": "silu", "dtype": "f32",
  *               "shape": {"n": 4096},
  *               "tolerance": {"rtol": 1e-4, "atol": 1e-5},     (optional)
- *               "source": "Llama-3 8B MLP width"}]}              (optional)
+ *               "source": "Llama-3 8B MLP width",                 (optional)
+ *               "seed": "kernels/my_silu.c"}]}                     (optional)
  *
  * Shape keys by op: `n` for elementwise ops and pointwise activations;
  * `rows`, `cols` for softmax/layernorm/rmsnorm and reductions (one result per
@@ -18,6 +19,12 @@
  * kernel). Unknown ops, unknown or missing shape keys, negative, fractional or
  * absurd sizes, duplicate names: an error naming the task and the field.
  * Without a tolerance the op's default applies (plat_op_default_tol).
+ *
+ * "seed" names a user's kernel file (relative to the suite file's folder) that
+ * `kope run` tries as the task's first trial, recorded with proposer "user"
+ * and screened, verified and measured like any candidate. task_suite_load
+ * reads it (capped at PLAT_SRC_MAX): a missing or unreadable seed is an error
+ * naming the task and the field before anything runs.
  */
 #ifndef KOPE_TASK_H
 #define KOPE_TASK_H
@@ -46,6 +53,9 @@ struct task_entry {
     struct plat_task t;
     char source[160];   /* where the shape comes from ("" if not given) */
     int tol_given;      /* 1 if the file set the tolerance */
+    char seed_file[256]; /* "seed" as written in the suite ("" = none) */
+    char *seed;         /* its source, read by task_suite_load (owned; NULL = none) */
+    size_t seed_len;
 };
 
 struct task_suite {
@@ -64,6 +74,12 @@ int task_suite_parse(const char *json, size_t len, struct task_suite *out, char 
 /* Load a suite file; path NULL loads the embedded default suite. Errors as
  * task_suite_parse, plus KOPE_ERR_IO; messages start with the file name. */
 int task_suite_load(const char *path, struct task_suite *out, char *err, size_t err_len);
+
+/* Read a user's kernel file (a seed) for task `task` into *src (heap, caller
+ * frees), capped at PLAT_SRC_MAX. field names where it came from in messages
+ * ("seed", "--seed"). KOPE_ERR_IO / KOPE_ERR_TOOBIG with err set. */
+int task_seed_read(const char *path, const char *task, const char *field, char **src, size_t *len,
+                   char *err, size_t err_len);
 
 /* Accepts a zeroed suite. */
 void task_suite_free(struct task_suite *s);

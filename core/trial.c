@@ -331,6 +331,10 @@ static int record(struct run *r, const uint8_t task[32], int trial, const struct
             goto rollback;
         cJSON_AddStringToObject(ob, "diag", dref);
     }
+    /* verified only at a cut-down shape (the emulation cap): the graph's best
+     * and the kernel export skip such an outcome (platform_verify says so) */
+    if (vd->v.reduced_shape)
+        cJSON_AddBoolToObject(ob, "reduced_shape", 1);
     if (vd->pass) {
         cJSON_AddBoolToObject(ob, "emulated", vd->m.emulated);
         if (vd->baseline[0]) {
@@ -348,6 +352,11 @@ static int record(struct run *r, const uint8_t task[32], int trial, const struct
         if (vd->m.ratio_metric[0])
             cJSON_AddStringToObject(ob, "metric", vd->m.ratio_metric);
         cJSON_AddNumberToObject(ob, "median_ns", vd->m.median_ns);
+        /* how the verdict was reached, for an exported kernel's provenance */
+        cJSON_AddNumberToObject(ob, "repeats", vd->m.repeats);
+        cJSON_AddNumberToObject(ob, "spread", vd->m.spread);
+        if (vd->m.method[0])
+            cJSON_AddStringToObject(ob, "method", vd->m.method);
         if (vd->m.flops > 0) /* nominal work of the shape: the report's roofline */
             cJSON_AddNumberToObject(ob, "flops", vd->m.flops);
         if (vd->m.bytes > 0)

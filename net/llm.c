@@ -35,10 +35,11 @@ void llm_settings_init(struct llm_settings *s)
 {
     memset(s, 0, sizeof *s);
     s->temperature = 0.2;
-    s->max_tokens = 4096;
-    s->timeout_ms = 180000;
+    s->max_tokens = LLM_MAX_TOKENS_DEFAULT;
+    s->max_tokens_field = LLM_MAX_TOKENS;
+    s->timeout_ms = LLM_TIMEOUT_MS_DEFAULT;
     s->connect_timeout_ms = 10000;
-    s->total_timeout_ms = 600000;
+    s->total_timeout_ms = LLM_TOTAL_TIMEOUT_MS_DEFAULT;
     s->retries = 4;
     s->backoff_ms = 1000;
     s->backoff_max_ms = 30000;
@@ -181,7 +182,10 @@ char *llm_request_json(const struct llm_settings *s, const struct llm_message *m
     }
     if (s->temperature >= 0 && !cJSON_AddNumberToObject(root, "temperature", s->temperature))
         goto out;
-    if (s->max_tokens > 0 && !cJSON_AddNumberToObject(root, "max_tokens", (double)s->max_tokens))
+    if (s->max_tokens > 0 &&
+        !cJSON_AddNumberToObject(root, s->max_tokens_field == LLM_MAX_COMPLETION_TOKENS ? "max_completion_tokens"
+                                                                                      : "max_tokens",
+                                 (double)s->max_tokens))
         goto out;
     if (!cJSON_AddFalseToObject(root, "stream"))
         goto out;
@@ -278,7 +282,9 @@ int llm_chat(struct llm_client *c, const struct llm_message *msgs, size_t n, str
     char *body = NULL, *auth = NULL;
     const char *headers[2] = {NULL, NULL};
     uint64_t start = now_ms();
-    uint64_t deadline = start + (uint64_t)(s->total_timeout_ms > 0 ? s->total_timeout_ms : 600000);
+    uint64_t deadline = start + (uint64_t)(s->total_timeout_ms > 0 ? s->total_timeout_ms
+                                                                   : LLM_TOTAL_TIMEOUT_MS_DEFAULT);
+    int reply_retried = 0;
     struct http_response h;
     char last[sizeof r->error] = "";
 
@@ -332,6 +338,14 @@ int llm_chat(struct llm_client *c, const struct llm_message *msgs, size_t n, str
             rc = llm_reply_parse(h.body, h.body_len, r);
             if (rc == NET_ERR_REPLY) {
                 snprintf(last, sizeof last, "HTTP %ld from %.200s but %.250s", h.status, c->trace.url, r->error);
+                /* a 200 that is not a chat completion is often a gateway's
+                 * page in front of a busy server: asked once more, then
+                 * final (the caller turns the LLM off) */
+                if (!reply_retried && attempt < s->retries) {
+                    reply_retried = 1;
+                    r->error[0] = '\0';
+                    goto backoff;
+                }
             } else if (rc) {
                 snprintf(last, sizeof last, "%s", net_strerror(rc));
             }
@@ -340,6 +354,7 @@ int llm_chat(struct llm_client *c, const struct llm_message *msgs, size_t n, str
         trace_take(&c->trace, &h, rc);
         if (!net_err_retryable(rc) || attempt >= s->retries)
             break;
+    backoff:;
         /* Backoff: base * 2^attempt capped, "equal jitter" (half fixed, half random). */
         long wait = s->backoff_ms > 0 ? s->backoff_ms : 0;
         for (int i = 0; i < attempt && wait < s->backoff_max_ms; i++)

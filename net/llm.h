@@ -30,6 +30,24 @@
 #include "net/llm_reply.h"
 #include "net/neterr.h"
 
+#ifndef LLM_MAX_TOKENS_DEFAULT
+#define LLM_MAX_TOKENS_DEFAULT 16384       /* room for long reasoning plus a kernel */
+#endif
+#ifndef LLM_TIMEOUT_MS_DEFAULT
+#define LLM_TIMEOUT_MS_DEFAULT 600000L     /* one attempt: 10 min of reasoning */
+#endif
+#ifndef LLM_TOTAL_TIMEOUT_MS_DEFAULT
+#define LLM_TOTAL_TIMEOUT_MS_DEFAULT 1800000L /* the call with its retries */
+#endif
+
+/* The request member that carries max_tokens: "max_tokens" (the classic
+ * OpenAI name, most servers) or "max_completion_tokens" (endpoints of
+ * reasoning models that refuse max_tokens). */
+enum llm_max_tokens_field {
+    LLM_MAX_TOKENS = 0,
+    LLM_MAX_COMPLETION_TOKENS = 1,
+};
+
 struct llm_settings {
     char *base_url;          /* e.g. "https://api.example.com/v1" (owned) */
     char *model;             /* owned */
@@ -37,10 +55,14 @@ struct llm_settings {
     char *ca_file;           /* PEM bundle, NULL = system store (owned) */
     char *pinned_key;        /* "sha256//<base64 of the SPKI hash>", NULL = none (owned) */
     double temperature;      /* default 0.2; < 0 = do not send */
-    long max_tokens;         /* default 4096; <= 0 = do not send */
-    long timeout_ms;         /* one attempt; default 180000 */
+    /* Defaults are sized for reasoning models (GLM, DeepSeek-R1, o-series),
+     * whose hidden reasoning counts against max_tokens and can take minutes
+     * before the first byte of the answer. */
+    long max_tokens;         /* default LLM_MAX_TOKENS_DEFAULT; <= 0 = do not send */
+    int max_tokens_field;    /* enum llm_max_tokens_field: how the cap is named */
+    long timeout_ms;         /* one attempt; default LLM_TIMEOUT_MS_DEFAULT */
     long connect_timeout_ms; /* default 10000 */
-    long total_timeout_ms;   /* the whole call with retries; default 600000 */
+    long total_timeout_ms;   /* the whole call with retries; default LLM_TOTAL_TIMEOUT_MS_DEFAULT */
     int retries;             /* extra attempts after the first; default 4 */
     long backoff_ms;         /* first backoff; doubles each retry; default 1000 */
     long backoff_max_ms;     /* cap of one backoff; default 30000 */

@@ -138,6 +138,11 @@ enum plat_set_flags {
     /* Tests only: skip the source screen and object check, so the runtime
      * containment behind them can be shown to work on its own. */
     PLAT_SET_UNSAFE_NO_SCREEN = 1 << 8,
+    /* Tests and bench/harness only: run the harness without the namespaces,
+     * minimal root and seccomp of platform/proc.c (the judge/kernel process
+     * split stays), to show what the isolation costs and that each hostile
+     * test needs it. Never set from a config file. */
+    PLAT_SET_UNSAFE_NO_ISOLATION = 1 << 9,
 };
 
 struct plat_settings {
@@ -268,6 +273,9 @@ struct plat_verify {
     struct plat_case cases[PLAT_MAX_CASES];
     double max_abs, max_rel, norm_err; /* worst over cases */
     double wall_ms;           /* wall time of the whole verify run */
+    int reduced_shape;        /* the task case was cut below the task's shape (the
+                                 emulation work cap): "verified at reduced shape",
+                                 never a task's best (outcome body "reduced_shape") */
 };
 
 /* A same-run baseline and the candidate's speed against it. */
@@ -432,6 +440,10 @@ struct platform {
     int rc;                     /* sticky last PLAT_ERR_* (0 = none) */
     char err[512];              /* message for rc, with errno text / file names */
 };
+
+/* The target kope uses when neither the command line nor the config
+ * (platform.name) names one: the one place it is spelled. */
+#define PLAT_DEFAULT_TARGET "k3"
 
 /* The ops table of a named target ("k3"), or NULL. The one place targets are
  * chosen. */

@@ -19,6 +19,7 @@
 #include <cJSON.h>
 
 #include "core/graph.h"
+#include "net/llm.h"
 #include "platform/k3/k3_templates.h"
 #include "store/queue.h"
 #include "store/store.h"
@@ -65,6 +66,25 @@ static char *chat_body(const char *tags, const char *src)
     char *out = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
     free(content);
+    return out;
+}
+
+/* A chat completion with this content, finish_reason and reasoning_content. */
+static char *chat_raw(const char *content, const char *finish, const char *reasoning)
+{
+    cJSON *j = cJSON_CreateObject(), *ch = cJSON_AddArrayToObject(j, "choices"), *c0 = cJSON_CreateObject();
+    cJSON *msg = cJSON_AddObjectToObject(c0, "message");
+    cJSON_AddStringToObject(msg, "role", "assistant");
+    cJSON_AddStringToObject(msg, "content", content);
+    if (reasoning)
+        cJSON_AddStringToObject(msg, "reasoning_content", reasoning);
+    cJSON_AddStringToObject(c0, "finish_reason", finish);
+    cJSON_AddItemToArray(ch, c0);
+    cJSON *u = cJSON_AddObjectToObject(j, "usage");
+    cJSON_AddNumberToObject(u, "prompt_tokens", 100);
+    cJSON_AddNumberToObject(u, "completion_tokens", 4096);
+    char *out = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
     return out;
 }
 
@@ -472,6 +492,165 @@ static void test_run_starts_from_graph_best(void **state)
     free(better);
 }
 
+/* The system and user messages of a chat request the server received. */
+static void sent_messages(const struct ts_request *rq, char **sys, char **usr)
+{
+    cJSON *j = cJSON_ParseWithLength(rq->body, rq->body_len);
+    assert_non_null(j);
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "messages");
+    assert_int_equal(cJSON_GetArraySize(m), 2);
+    *sys = strdup(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(m, 0), "content")->valuestring);
+    *usr = strdup(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(m, 1), "content")->valuestring);
+    cJSON_Delete(j);
+}
+
+/* `kope context` printed exactly these two messages. */
+static void assert_context_is(const char *ctx_out, const struct ts_request *rq)
+{
+    char *sys, *usr;
+    sent_messages(rq, &sys, &usr);
+    const char *a = strstr(ctx_out, "\n===== system =====\n");
+    assert_non_null(a);
+    a += strlen("\n===== system =====\n");
+    const char *b = strstr(a, "\n===== user =====\n");
+    assert_non_null(b);
+    size_t ns = (size_t)(b - a);
+    if (ns != strlen(sys) || memcmp(a, sys, ns) != 0)
+        fail_msg("system message differs: context %zu bytes, sent %zu", ns, strlen(sys));
+    b += strlen("\n===== user =====\n");
+    size_t nu = strlen(b);
+    if (nu && b[nu - 1] == '\n' && (!usr[0] || usr[strlen(usr) - 1] != '\n'))
+        nu--; /* the printout ends its last line */
+    if (nu != strlen(usr) || memcmp(b, usr, nu) != 0)
+        fail_msg("user message differs: context %zu bytes, sent %zu", nu, strlen(usr));
+    free(sys);
+    free(usr);
+}
+
+/* `kope context TASK` is byte for byte the prompt the next `kope run`
+ * sends: for a new run (the task's best, no feedback) and for a run that
+ * will be resumed (its trials' feedback), against what the loopback server
+ * receives. */
+static void test_context_is_what_run_sends(void **state)
+{
+    (void)state;
+    static char out[65536], ctx1[262144], ctx2[262144];
+    const char *db = tpath("ctx.db"), *suite = write_suite();
+    unsetenv("KOPE_LLM_BASE_URL");
+    int rc = run_cmd(out, sizeof out, "%s --db %s run --suite %s --budget 1 --offline", kope_bin(), db, suite);
+    assert_int_equal(rc, 0);
+
+    char *b1 = chat_body("broken", BAD_COMPILE), *b2 = chat_body("scalar-sub", WRONG);
+    const struct ts_reply script[] = {{.status = 200, .body = b1}, {.status = 200, .body = b2},
+                                      {.status = 200, .body = b2, .mode = TS_STALL}};
+    struct ts_server srv;
+    assert_int_equal(ts_start(&srv, pki.cert, pki.key, script, 3), 0);
+    llm_env(srv.port);
+    /* a new run next: the prompt of its first trial */
+    rc = run_cmd(ctx1, sizeof ctx1, "%s --db %s context add-a --suite %s", kope_bin(), db, suite);
+    if (rc != 0)
+        print_error("%s\n", ctx1);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(ctx1, "a new run"));
+    /* that run: two replies applied, the third call hangs; kill it there */
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open("/dev/null", O_WRONLY);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execl(kope_bin(), "kope", "--db", db, "run", "--suite", suite, "--task", "add-a", "--budget", "6",
+              (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < test_ms(60000) / 50; i++) {
+        pthread_mutex_lock(&srv.mu);
+        size_t n = srv.n_req;
+        pthread_mutex_unlock(&srv.mu);
+        if (n >= 3)
+            break;
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    assert_true(srv.n_req >= 3);
+    assert_context_is(ctx1, &srv.req[0]);
+    ts_stop(&srv);
+
+    /* the killed run is resumed next: its trials are the feedback */
+    rc = run_cmd(ctx2, sizeof ctx2, "%s --db %s context add-a --suite %s", kope_bin(), db, suite);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(ctx2, "resumes run"));
+    assert_non_null(strstr(ctx2, "no_such_variable")); /* trial 1's compile error */
+    assert_non_null(strstr(ctx2, "wrong_result"));     /* and trial 2's verdict */
+    char *good = good_source(), *b3 = chat_body("lmul2", good);
+    const struct ts_reply script2[] = {{.status = 200, .body = b3}};
+    assert_int_equal(ts_start(&srv, pki.cert, pki.key, script2, 1), 0);
+    llm_env(srv.port);
+    rc = run_cmd(out, sizeof out, "%s --db %s run --suite %s --task add-a --budget 3", kope_bin(), db, suite);
+    if (rc != 0)
+        print_error("%s\n", out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "resuming run"));
+    assert_true(srv.n_req >= 1);
+    assert_context_is(ctx2, &srv.req[0]);
+    ts_stop(&srv);
+    free(b1);
+    free(b2);
+    free(b3);
+    free(good);
+}
+
+/* A reply cut at max_tokens is its own outcome with its numbers (not "code
+ * block not closed"); a reply with reasoning only says so. */
+static void test_truncated_and_reasoning_only(void **state)
+{
+    (void)state;
+    static char out[65536];
+    char *b1 = chat_raw("TAGS: x\n```c\n#include \"kernel_abi.h\"\nvoid kope_kernel(size_t n,", "length",
+                        "thinking hard"),
+         *b2 = chat_raw("", "stop", "a very long chain of thought that never produced an answer");
+    const struct ts_reply script[] = {{.status = 200, .body = b1}, {.status = 200, .body = b2}};
+    struct ts_server srv;
+    assert_int_equal(ts_start(&srv, pki.cert, pki.key, script, 2), 0);
+    llm_env(srv.port);
+    const char *db = tpath("cut.db"), *suite = write_suite();
+    int rc = run_cmd(out, sizeof out, "%s --db %s run --suite %s --budget 3", kope_bin(), db, suite);
+    if (rc != 0)
+        print_error("%s\n", out);
+    assert_int_equal(rc, 0);
+    assert_int_equal(srv.n_req, 2);
+    struct store *st;
+    char err[256];
+    struct graph g;
+    struct graph_tree t;
+    uint8_t id[32];
+    assert_int_equal(store_open(db, &st, err, sizeof err), 0);
+    graph_init(&g, st);
+    assert_int_equal(graph_task_find(&g, "add-a", id), 0);
+    assert_int_equal(graph_tree_load(&g, id, &t), 0);
+    assert_int_equal(t.n, 3);
+    const cJSON *o1 = cJSON_GetObjectItemCaseSensitive(t.nodes[1].out.json, "body");
+    const cJSON *o2 = cJSON_GetObjectItemCaseSensitive(t.nodes[2].out.json, "body");
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(o1, "status")->valuestring, "truncated");
+    const char *why = cJSON_GetObjectItemCaseSensitive(o1, "reason")->valuestring;
+    char lim[64];
+    snprintf(lim, sizeof lim, "reply truncated at max_tokens (%d)", LLM_MAX_TOKENS_DEFAULT);
+    assert_non_null(strstr(why, lim));
+    assert_non_null(strstr(why, "4096 completion tokens"));
+    assert_non_null(strstr(why, "13 bytes of reasoning"));
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(o2, "status")->valuestring, "no_code");
+    assert_non_null(strstr(cJSON_GetObjectItemCaseSensitive(o2, "reason")->valuestring,
+                           "reasoning-only reply: 58 bytes of reasoning_content"));
+    graph_tree_free(&t);
+    graph_free(&g);
+    store_close(st);
+    ts_stop(&srv);
+    free(b1);
+    free(b2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -479,6 +658,8 @@ int main(void)
         cmocka_unit_test(test_link_down_queues),
         cmocka_unit_test(test_queue_kill),
         cmocka_unit_test(test_run_starts_from_graph_best),
+        cmocka_unit_test(test_context_is_what_run_sends),
+        cmocka_unit_test(test_truncated_and_reasoning_only),
     };
     return cmocka_run_group_tests_name("agent_llm", tests, setup, NULL);
 }

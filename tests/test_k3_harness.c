@@ -24,50 +24,12 @@
 
 #include "platform/platform.h"
 
-static struct platform *P;
-
-static void task_init(struct plat_task *t, enum plat_op op)
-{
-    memset(t, 0, sizeof *t);
-    snprintf(t->name, sizeof t->name, "t-%s", plat_op_name(op));
-    t->op = op;
-    t->family = plat_op_family(op);
-    plat_op_default_tol(op, &t->rtol, &t->atol);
-    if (t->family == PLAT_FAM_MATMUL) {
-        t->m = 4; t->n = op == PLAT_OP_GEMV ? 1 : 48; t->k = 64; t->batch = 1;
-    } else if (t->family == PLAT_FAM_REDUCTION || plat_op_is_rowwise(op)) {
-        t->rows = 4; t->cols = 256;
-    } else {
-        t->n = 4096;
-    }
-}
+#include "k3_fixture.h"
 
 static int group_setup(void **state)
 {
     (void)state;
-    struct plat_settings s;
-    plat_settings_init(&s);
-    static char work[512];
-    const char *tmp = getenv("KOPE_TEST_TMP");
-    snprintf(work, sizeof work, "%s/k3work", tmp ? tmp : "/tmp");
-    s.work_dir = work;
-    s.timeout_ms = 20000;
-    s.min_repeat_ms = 5;
-    s.max_repeats = 20;
-    char err[512];
-    int rc = platform_open("k3", &s, &P, err, sizeof err);
-    if (rc) {
-        fprintf(stderr, "platform_open: %s\n", err);
-        return -1;
-    }
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    platform_close(P);
-    return 0;
+    return k3_group_open("k3work");
 }
 
 /* Compile + verify src for op; returns the verify result (and build). */

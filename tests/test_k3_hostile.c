@@ -17,56 +17,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <cmocka.h>
 
 #include "platform/k3/k3.h"
 #include "platform/platform.h"
 #include "testutil.h"
 
-static struct platform *P;
-
-static void task_init(struct plat_task *t, enum plat_op op)
-{
-    memset(t, 0, sizeof *t);
-    snprintf(t->name, sizeof t->name, "h-%s", plat_op_name(op));
-    t->op = op;
-    t->family = plat_op_family(op);
-    plat_op_default_tol(op, &t->rtol, &t->atol);
-    if (t->family == PLAT_FAM_MATMUL) {
-        t->m = 4; t->n = op == PLAT_OP_GEMV ? 1 : 48; t->k = 64; t->batch = 1;
-    } else if (t->family == PLAT_FAM_REDUCTION || plat_op_is_rowwise(op)) {
-        t->rows = 4; t->cols = 256;
-    } else {
-        t->n = 4096;
-    }
-}
+#include "k3_fixture.h"
 
 static int group_setup(void **state)
 {
     (void)state;
-    struct plat_settings s;
-    plat_settings_init(&s);
-    static char work[512];
-    const char *tmp = getenv("KOPE_TEST_TMP");
-    snprintf(work, sizeof work, "%s/k3hostile", tmp ? tmp : "/tmp");
-    s.work_dir = work;
-    s.timeout_ms = 20000;
-    s.min_repeat_ms = 5;
-    s.max_repeats = 20;
-    char err[512];
-    int rc = platform_open("k3", &s, &P, err, sizeof err);
-    if (rc) {
-        fprintf(stderr, "platform_open: %s\n", err);
-        return -1;
-    }
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    platform_close(P);
-    return 0;
+    return k3_group_open("k3hostile");
 }
 
 static void compile_verify(const struct plat_task *t, const char *src, struct plat_build *b,
@@ -270,6 +236,285 @@ static void test_allow_list_is_one_list(void **state)
     free(text);
 }
 
+/* ------------------------------- the judge is not the kernel's process --- */
+
+/* The byte pattern of glibc's riscv64 syscall(): eight register moves and an
+ * ecall. A kernel finds it in the static harness binary by scanning forward
+ * from its own address and calls it through a pointer: plain C, no asm, no
+ * forbidden name, so no screen can see it. Whatever it does with a system
+ * call must not change the verdict or reach the host. */
+#define FIND_SC \
+    "#include <stddef.h>\n#include <stdint.h>\n#include \"kernel_abi.h\"\n" \
+    "typedef long (*sc_fn)(long, long, long, long, long, long);\n" \
+    "static const unsigned char pat[22] = {0x2a,0x83,0x2e,0x85,0xb2,0x85,0x36,0x86,0xba,0x86,\n" \
+    "  0x3e,0x87,0xc2,0x87,0x46,0x88,0x9a,0x88,0x73,0,0,0};\n" \
+    "void kope_kernel(size_t n, const float *x, const float *y, float *out, const struct kope_scalars *s);\n" \
+    "static sc_fn find_sc(void) {\n" \
+    "  const unsigned char *p = (const unsigned char *)(uintptr_t)&kope_kernel;\n" \
+    "  for (size_t off = 0; off < (16u << 20); off += 2) {\n" \
+    "    size_t i = 0; while (i < 22 && p[off + i] == pat[i]) i++;\n" \
+    "    if (i == 22) return (sc_fn)(uintptr_t)(p + off);\n" \
+    "  }\n  return 0;\n}\n"
+#define KHEAD \
+    "void kope_kernel(size_t n, const float *x, const float *y, float *out,\n" \
+    "                 const struct kope_scalars *s) {\n  (void)s; sc_fn sc = find_sc();\n"
+
+static void test_forged_report_by_raw_syscall(void **state)
+{
+    (void)state;
+    /* writes a passing report to every plausible descriptor, then ends its
+     * process before the harness can say otherwise */
+    const char *src = FIND_SC KHEAD
+        "  static const char msg[] = \"case task 4096 1 4096 0 0 0 1 none 0 0 0 0\\ndone\\n\";\n"
+        "  (void)x; (void)y; (void)out; (void)n;\n"
+        "  for (long fd = 3; fd < 16; fd++) sc(64, fd, (long)msg, sizeof msg - 1, 0, 0);\n"
+        "  sc(94, 0, 0, 0, 0, 0);\n}\n";
+    struct plat_build b;
+    struct plat_verify v;
+    run(PLAT_OP_ADD, src, &b, &v);
+    assert_true(b.ok); /* nothing for the screens to see */
+    assert_false(v.pass);
+    platform_build_free(P, &b);
+}
+
+static void test_rewrites_judge_inputs(void **state)
+{
+    (void)state;
+    /* undoes the read-only protection of its inputs (mprotect by raw system
+     * call), zeroes them and returns zeros: a reference computed from the
+     * buffers the kernel saw would agree */
+    const char *src = FIND_SC KHEAD
+        "  uintptr_t pg = 4096;\n"
+        "  const float *in[2] = {x, y};\n"
+        "  for (int k = 0; k < 2; k++) {\n"
+        "    uintptr_t lo = (uintptr_t)in[k] & ~(pg - 1), hi = ((uintptr_t)(in[k] + n) + pg - 1) & ~(pg - 1);\n"
+        "    sc(226, (long)lo, (long)(hi - lo), 3, 0, 0);\n"
+        "    float *w = (float *)(uintptr_t)in[k]; for (size_t i = 0; i < n; i++) w[i] = 0;\n"
+        "  }\n"
+        "  for (size_t i = 0; i < n; i++) out[i] = 0;\n}\n";
+    struct plat_build b;
+    struct plat_verify v;
+    run(PLAT_OP_ADD, src, &b, &v);
+    assert_true(b.ok);
+    assert_false(v.pass);
+    assert_int_equal(v.reason, PLAT_FAIL_INPUT_MODIFIED);
+    platform_build_free(P, &b);
+}
+
+/* ------------------------------------------------- the host is out of reach --- */
+
+static void test_raw_syscalls_cannot_touch_the_host(void **state)
+{
+    (void)state;
+    /* a fork that execs a host shell, a file created outside the work dir,
+     * a TCP connection to a listener of ours on loopback; then it computes
+     * the right answer, so the verdict alone says nothing */
+    const char *marker = tpath("escape-exec");
+    const char *opened = tpath("escape-open");
+    unlink(marker);
+    unlink(opened);
+    int ls = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    assert_true(ls >= 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(bind(ls, (struct sockaddr *)&sa, sizeof sa), 0);
+    socklen_t sl = sizeof sa;
+    assert_int_equal(getsockname(ls, (struct sockaddr *)&sa, &sl), 0);
+    assert_int_equal(listen(ls, 4), 0);
+    char src[8192];
+    snprintf(src, sizeof src, FIND_SC KHEAD
+        "  static const char sh[] = \"/bin/sh\", c[] = \"-c\", cmd[] = \"echo escaped > %s\";\n"
+        "  static const char path[] = \"%s\";\n"
+        "  const char *argv[] = {sh, c, cmd, 0};\n"
+        "  if (sc(220, 17, 0, 0, 0, 0) == 0) { sc(221, (long)sh, (long)argv, 0, 0, 0); sc(93, 0, 0, 0, 0, 0); }\n"
+        "  long fd = sc(56, -100, (long)path, 0101, 0644, 0);\n"
+        "  if (fd >= 0) sc(64, fd, (long)path, 4, 0, 0);\n"
+        "  long so = sc(198, 2, 1, 0, 0, 0);\n"
+        "  unsigned char addr[16] = {2, 0, %u, %u, 127, 0, 0, 1};\n"
+        "  if (so >= 0) sc(203, so, (long)addr, 16, 0, 0);\n"
+        "  for (int i = 0; i < 20000; i++) sc(124, 0, 0, 0, 0, 0); /* sched_yield: let the child run */\n"
+        "  for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i];\n}\n",
+        marker, opened, (unsigned)(ntohs(sa.sin_port) >> 8), (unsigned)(ntohs(sa.sin_port) & 0xff));
+    struct plat_desc d;
+    platform_describe(P, &d);
+    if (strstr(d.note, "NO-NAMESPACES")) {
+        fprintf(stderr, "skip: namespaces unavailable here (%s): the run is labelled degraded\n", d.note);
+        close(ls);
+        skip();
+    }
+    struct plat_build b;
+    struct plat_verify v;
+    run(PLAT_OP_ADD, src, &b, &v);
+    assert_true(b.ok);
+    usleep(200 * 1000);
+    assert_int_equal(access(marker, F_OK), -1); /* no host program ran */
+    assert_int_equal(access(opened, F_OK), -1); /* no file outside the work dir */
+    int cs = accept(ls, NULL, NULL);
+    if (cs >= 0)
+        close(cs);
+    assert_true(cs < 0); /* no connection reached us */
+    /* and the isolation is what stopped it: without it, the same kernel
+     * reaches the host */
+    struct plat_task t;
+    task_init(&t, PLAT_OP_ADD);
+    P->set.flags |= PLAT_SET_UNSAFE_NO_ISOLATION;
+    assert_int_equal(platform_verify(P, &t, &b, &v), 0);
+    P->set.flags &= ~(unsigned)PLAT_SET_UNSAFE_NO_ISOLATION;
+    usleep(300 * 1000);
+    assert_true(access(marker, F_OK) == 0 || access(opened, F_OK) == 0);
+    unlink(marker);
+    unlink(opened);
+    close(ls);
+    platform_build_free(P, &b);
+}
+
+/* ---------------------------------------------- work skipped when unchecked --- */
+
+static uint64_t icount_of(const char *src, int *ok)
+{
+    struct plat_task t;
+    task_init(&t, PLAT_OP_ADD);
+    struct plat_build b;
+    struct plat_measure m;
+    assert_int_equal(platform_compile(P, &t, src, strlen(src), &b), 0);
+    assert_true(b.ok);
+    assert_int_equal(platform_measure(P, &t, &b, &m), 0);
+    fprintf(stderr, "  -> measure ok=%d %s: %s icount=%llu has=%d\n", m.ok, plat_fail_name(m.reason),
+            m.detail, (unsigned long long)m.icount, m.has_icount);
+    platform_build_free(P, &b);
+    *ok = m.ok;
+    if (m.ok && !m.has_icount && m.emulated)
+        skip(); /* emulated without the icount plugin: nothing is claimed */
+    return m.icount;
+}
+
+#define VADD_BODY \
+    "  for (size_t i = 0; i < n;) { size_t vl = __riscv_vsetvl_e32m8(n - i);\n" \
+    "    __riscv_vse32_v_f32m8(out + i, __riscv_vfadd_vv_f32m8(__riscv_vle32_v_f32m8(x + i, vl),\n" \
+    "      __riscv_vle32_v_f32m8(y + i, vl), vl), vl); i += vl; }\n"
+
+static void test_work_skipped_when_unchecked(void **state)
+{
+    (void)state;
+    int ok;
+    const char *honest = "#include <riscv_vector.h>\n#include <string.h>\n" ADD_HEAD "  (void)s;\n" VADD_BODY "}\n";
+    uint64_t ref = icount_of(honest, &ok);
+    assert_true(ok);
+    /* computes only while the output still holds the harness's poison */
+    const char *poison_only = "#include <riscv_vector.h>\n#include <string.h>\n" ADD_HEAD
+        "  (void)s; uint32_t b; memcpy(&b, out + n - 1, 4); if (b != 0x7fc0deadu) return;\n" VADD_BODY "}\n";
+    /* keeps a call counter 128 KiB below its stack pointer (no static
+     * state, so the object check passes it): works for the first three calls
+     * of a process, then skips, then works again from the seventh */
+    const char *below_sp = "#include <riscv_vector.h>\n#include <stdint.h>\n" ADD_HEAD
+        "  (void)s; volatile char probe = 0;\n"
+        "  volatile uint32_t *cnt = (volatile uint32_t *)(((uintptr_t)&probe - 128 * 1024) & ~(uintptr_t)63);\n"
+        "  if (cnt[0] != 0x6b6f7065u) { cnt[0] = 0x6b6f7065u; cnt[1] = 0; }\n"
+        "  uint32_t c = ++cnt[1]; (void)probe;\n"
+        "  if (c > 3 && c < 7) return;\n" VADD_BODY "}\n";
+    const char *srcs[] = {poison_only, below_sp};
+    for (int i = 0; i < 2; i++) {
+        uint64_t ic = icount_of(srcs[i], &ok);
+        /* either refused, or counted doing the whole work */
+        if (ok)
+            assert_true(ic >= ref * 9 / 10);
+    }
+}
+
+/* ------------------------------------------------ verification covers it --- */
+
+static void test_wrong_for_special_values(void **state)
+{
+    (void)state;
+    static const struct {
+        enum plat_op op;
+        const char *body;
+    } bad[] = {
+        /* tanh through exp(2x): Inf/Inf = NaN once e^2x overflows */
+        {PLAT_OP_TANH, "for (size_t i = 0; i < rows * cols; i++) { float e = expf(2 * x[i]);\n"
+                       "  out[i] = (e - 1) / (e + 1); }\n"},
+        /* sigmoid as e^x / (1 + e^x): NaN for large x */
+        {PLAT_OP_SIGMOID, "for (size_t i = 0; i < rows * cols; i++) { float e = expf(x[i]);\n"
+                          "  out[i] = e / (1 + e); }\n"},
+        /* exp with its input clamped to [-20, 20]: finite where f32 overflows */
+        {PLAT_OP_EXP, "for (size_t i = 0; i < rows * cols; i++) { float v = x[i];\n"
+                      "  v = v > 20 ? 20 : v < -20 ? -20 : v; out[i] = expf(v); }\n"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char src[2048];
+        snprintf(src, sizeof src,
+                 "#include <math.h>\n#include \"kernel_abi.h\"\n"
+                 "void kope_kernel(size_t rows, size_t cols, const float *x, float *out,\n"
+                 "  const float *g, const float *b, const struct kope_scalars *s) {\n"
+                 "  (void)g; (void)b; (void)s;\n  %s}\n", bad[i].body);
+        struct plat_build b;
+        struct plat_verify v;
+        run(bad[i].op, src, &b, &v);
+        assert_true(b.ok);
+        assert_false(v.pass);
+        assert_true(v.reason == PLAT_FAIL_NAN_INF || v.reason == PLAT_FAIL_WRONG_RESULT);
+        assert_non_null(strstr(v.detail, "special"));
+        platform_build_free(P, &b);
+    }
+}
+
+static void test_right_only_for_first_rows(void **state)
+{
+    (void)state;
+    /* sum of rows, right for the first 2048 rows only: the emulation cap
+     * used to verify a 4096-row task at 2048 rows */
+    const char *src =
+        "#include \"kernel_abi.h\"\n"
+        "void kope_kernel(size_t rows, size_t cols, const float *x, void *out) {\n"
+        "  float *o = out; size_t r0 = rows < 2048 ? rows : 2048;\n"
+        "  for (size_t r = 0; r < rows; r++) { float s = 0;\n"
+        "    if (r < r0) for (size_t c = 0; c < cols; c++) s += x[r * cols + c];\n"
+        "    o[r] = s; }\n}\n";
+    struct plat_task t;
+    task_init(&t, PLAT_OP_SUM);
+    t.rows = 4096;
+    t.cols = 1024;
+    struct plat_build b;
+    struct plat_verify v;
+    compile_verify(&t, src, &b, &v);
+    assert_false(v.pass);
+    assert_false(v.reduced_shape);
+    platform_build_free(P, &b);
+    /* a task too big to verify whole under qemu says so */
+    const char *gemm =
+        "#include \"kernel_abi.h\"\n"
+        "void kope_kernel(size_t batch, size_t m, size_t n, size_t k, const float *a,\n"
+        "                 const float *b, float *c) {\n"
+        "  for (size_t t = 0; t < batch; t++, a += m * k, b += k * n, c += m * n)\n"
+        "    for (size_t i = 0; i < m; i++) for (size_t j = 0; j < n; j++) { float s = 0;\n"
+        "      for (size_t p = 0; p < k; p++) s += a[i * k + p] * b[p * n + j]; c[i * n + j] = s; }\n}\n";
+    task_init(&t, PLAT_OP_GEMM);
+    t.m = 512; t.n = 256; t.k = 256;
+    compile_verify(&t, gemm, &b, &v);
+    if (v.emulated) {
+        assert_true(v.pass);
+        assert_true(v.reduced_shape);
+    }
+    platform_build_free(P, &b);
+}
+
+static void test_constant_output_refused(void **state)
+{
+    (void)state;
+    /* with a tolerance loose enough for zeros to pass, zeros still are not
+     * an answer when the reference varies */
+    const char *src = ADD_HEAD "  (void)s; (void)x; (void)y; for (size_t i = 0; i < n; i++) out[i] = 0;\n}\n";
+    struct plat_task t;
+    task_init(&t, PLAT_OP_ADD);
+    t.rtol = 2;
+    t.atol = 100;
+    struct plat_build b;
+    struct plat_verify v;
+    compile_verify(&t, src, &b, &v);
+    assert_false(v.pass);
+    assert_int_equal(v.reason, PLAT_FAIL_WRONG_RESULT);
+    platform_build_free(P, &b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -279,6 +524,13 @@ int main(void)
         cmocka_unit_test(test_include_spellings_refused_by_compiler),
         cmocka_unit_test(test_diagnostics_quote_no_other_file),
         cmocka_unit_test(test_allow_list_is_one_list),
+        cmocka_unit_test(test_forged_report_by_raw_syscall),
+        cmocka_unit_test(test_rewrites_judge_inputs),
+        cmocka_unit_test(test_raw_syscalls_cannot_touch_the_host),
+        cmocka_unit_test(test_work_skipped_when_unchecked),
+        cmocka_unit_test(test_wrong_for_special_values),
+        cmocka_unit_test(test_right_only_for_first_rows),
+        cmocka_unit_test(test_constant_output_refused),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

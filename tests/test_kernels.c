@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -27,7 +28,7 @@
 static char out[1 << 17];
 
 /* Run a shell command in the test dir; output (both streams) into out. */
-static int sh(const char *fmt, ...)
+__attribute__((format(printf, 1, 2))) static int sh(const char *fmt, ...)
 {
     char cmd[4096];
     va_list ap;
@@ -42,6 +43,8 @@ static int sh(const char *fmt, ...)
     int st = pclose(p);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
+
+static void write_text(const char *path, const char *text);
 
 static const char *kope_bin(void)
 {
@@ -265,9 +268,120 @@ static void test_foreign_target_not_exported(void **state)
     /* named by id, it is shown with a warning, never as a k3 kernel */
     assert_int_equal(sh("(%s --db foreign.db kernel show %s >/dev/null)", k, dec_hex), 0);
     assert_non_null(strstr(out, "warning"));
+    /* --suite: the suite's tasks at the suite's shapes only */
+    write_text("s_ok.json", "{\"suite\": \"x\", \"tasks\": [{\"name\": \"argmax-vocab-32000x8\","
+                            " \"op\": \"argmax\", \"shape\": {\"rows\": 8, \"cols\": 32000}}]}");
+    write_text("s_bad.json", "{\"suite\": \"x\", \"tasks\": [{\"name\": \"argmax-vocab-32000x8\","
+                             " \"op\": \"argmax\", \"shape\": {\"rows\": 8, \"cols\": 1000}}]}");
+    assert_int_equal(sh("%s --db foreign.db kernels export -o libs --include-emulated --suite s_ok.json", k), 0);
+    assert_non_null(strstr(out, "exported 1 kernel(s)"));
+    assert_int_equal(sh("%s --db foreign.db kernels export -o libs2 --include-emulated --suite s_bad.json", k), 1);
+    assert_non_null(strstr(out, "the suite's argmax rows=8 cols=1000"));
     /* and a task name this store does not know for k3 */
     assert_int_equal(sh("%s --db foreign.db kernels export -o libf --task nope", k), 1);
     assert_non_null(strstr(out, "task nope: no task of that name"));
+}
+
+/* ------------------------------------------------------------ seeds in --- */
+
+static const char seed_silu[] =
+    "#include <stddef.h>\n#include <math.h>\n#include \"kernel_abi.h\"\n"
+    "/* a user's plain C silu */\n"
+    "void kope_kernel(size_t rows, size_t cols, const float *x, float *out, const float *g,\n"
+    "                 const float *b, const struct kope_scalars *s) {\n"
+    "  (void)g; (void)b; (void)s;\n"
+    "  for (size_t i = 0; i < rows * cols; i++) out[i] = x[i] / (1.0f + expf(-x[i]));\n}\n";
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* records in a store, by `kope graph stats` ("records   N") */
+static long n_records(const char *db)
+{
+    if (access(db, F_OK) != 0)
+        return 0;
+    assert_int_equal(sh("%s --db %s graph stats", kope_bin(), db), 0);
+    const char *p = strstr(out, "records");
+    assert_non_null(p);
+    return strtol(p + 7, NULL, 10);
+}
+
+/* `kope run --seed`: the seed is trial 1 (proposer user), measured like any
+ * candidate; it is not tried twice; the best is whichever ranks higher. */
+static void test_seed_is_first_trial(void **state)
+{
+    (void)state;
+    if (!kope_bin())
+        skip();
+    const char *k = kope_bin();
+    write_text("my_silu.c", seed_silu);
+    assert_int_equal(sh("%s --db seed.db run --task silu-4864 --seed my_silu.c --offline --budget 1", k), 0);
+    assert_non_null(strstr(out, "trial 1/1 my_silu.c: pass"));
+    assert_int_equal(sh("%s --db seed.db graph log silu-4864", k), 0);
+    assert_non_null(strstr(out, "[user,seed]"));
+    /* with only the seed in, it is the task's best */
+    assert_int_equal(sh("(%s --db seed.db kernel show silu-4864 2>/dev/null)", k), 0);
+    assert_non_null(strstr(out, "a user's plain C silu"));
+    assert_int_equal(sh("(%s --db seed.db kernel show silu-4864 --header 2>/dev/null)", k), 0);
+    assert_non_null(strstr(out, "proposer  user"));
+    /* the next run does not re-measure it: the tuner proposes, and its
+     * vector kernel beats the scalar seed, so it becomes the best */
+    assert_int_equal(sh("%s --db seed.db run --task silu-4864 --seed my_silu.c --offline --budget 1 --fresh", k), 0);
+    assert_null(strstr(out, "my_silu.c: pass"));
+    assert_non_null(strstr(out, "seed my_silu.c already verified"));
+    assert_int_equal(sh("(%s --db seed.db kernel show silu-4864 2>/dev/null)", k), 0);
+    assert_null(strstr(out, "a user's plain C silu"));
+    assert_non_null(strstr(out, "#define OP OP_SILU"));
+}
+
+/* a seed that breaks the screen is recorded as such; the run goes on */
+static void test_seed_screened_like_any_candidate(void **state)
+{
+    (void)state;
+    if (!kope_bin())
+        skip();
+    const char *k = kope_bin();
+    write_text("bad_seed.c", "#include <stdio.h>\n#include \"kernel_abi.h\"\n"
+                             "void kope_kernel(size_t n, const float *x, const float *y, float *out,\n"
+                             "                 const struct kope_scalars *s) { (void)s; puts(\"hi\");\n"
+                             "  for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i]; }\n");
+    assert_int_equal(sh("%s --db scr.db run --task add-res-896 --seed bad_seed.c --offline --budget 2", k), 0);
+    assert_non_null(strstr(out, "trial 1/2 bad_seed.c: screen_rejected"));
+    assert_non_null(strstr(out, "passed 1/1"));
+}
+
+/* bad input: a clear error naming the task and field; nothing recorded */
+static void test_seed_bad_input_records_nothing(void **state)
+{
+    (void)state;
+    if (!kope_bin())
+        skip();
+    const char *k = kope_bin();
+    assert_int_equal(sh("%s --db none.db run --task silu-4864 --seed missing.c --offline --budget 1", k), 1);
+    assert_non_null(strstr(out, "task 'silu-4864': --seed: cannot use 'missing.c'"));
+    assert_int_equal(n_records("none.db"), 0);
+    assert_int_equal(sh("%s --db none.db run --seed my_silu.c --offline --budget 1", k), 2);
+    assert_non_null(strstr(out, "--seed needs --task"));
+
+    /* a suite's "seed" member, relative to the suite file */
+    assert_int_equal(mkdir("suite", 0755), 0);
+    assert_int_equal(mkdir("suite/seeds", 0755), 0);
+    write_text("suite/seeds/s.c", seed_silu);
+    write_text("suite/ok.json", "{\"suite\": \"mine\", \"tasks\": [{\"name\": \"my-silu\", \"op\": \"silu\","
+                                " \"shape\": {\"n\": 1000}, \"seed\": \"seeds/s.c\"}]}");
+    write_text("suite/bad.json", "{\"suite\": \"mine\", \"tasks\": [{\"name\": \"my-silu\", \"op\": \"silu\","
+                                 " \"shape\": {\"n\": 1000}, \"seed\": \"seeds/nope.c\"}]}");
+    assert_int_equal(sh("%s --db suite.db run --suite suite/bad.json --offline --budget 1", k), 1);
+    assert_non_null(strstr(out, "task 'my-silu': seed: cannot use 'suite/seeds/nope.c'"));
+    assert_int_equal(n_records("suite.db"), 0);
+    assert_int_equal(sh("%s --db suite.db run --suite suite/ok.json --offline --budget 2", k), 0);
+    assert_non_null(strstr(out, "trial 1/2 seeds/s.c: pass"));
+    assert_non_null(strstr(out, "trial 2/2"));
 }
 
 int main(void)
@@ -277,6 +391,9 @@ int main(void)
         cmocka_unit_test(test_export_builds_and_selftest_passes),
         cmocka_unit_test(test_tampered_record_not_exported),
         cmocka_unit_test(test_foreign_target_not_exported),
+        cmocka_unit_test(test_seed_is_first_trial),
+        cmocka_unit_test(test_seed_screened_like_any_candidate),
+        cmocka_unit_test(test_seed_bad_input_records_nothing),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

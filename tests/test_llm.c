@@ -115,7 +115,8 @@ static void test_good_reply(void **state)
     assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(m, 0), "role")->valuestring, "system");
     assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(m, 1), "content")->valuestring, "Optimize vadd.");
     assert_true(cJSON_GetObjectItem(j, "temperature")->valuedouble == 0.2);
-    assert_int_equal(cJSON_GetObjectItem(j, "max_tokens")->valueint, 4096);
+    assert_int_equal(cJSON_GetObjectItem(j, "max_tokens")->valueint, LLM_MAX_TOKENS_DEFAULT);
+    assert_null(cJSON_GetObjectItem(j, "max_completion_tokens"));
     assert_true(cJSON_IsFalse(cJSON_GetObjectItem(j, "stream")));
     assert_null(strstr(q->body, "sk-test")); /* the key travels only in its header */
     cJSON_Delete(j);
@@ -421,6 +422,8 @@ static void test_reset_mid_body(void **state)
     ts_stop(&srv);
 }
 
+/* A 200 that is not a chat completion (a gateway's page) is asked once
+ * more: a good second reply is taken; two bad ones are final. */
 static void test_malformed_json(void **state)
 {
     (void)state;
@@ -428,8 +431,19 @@ static void test_malformed_json(void **state)
     struct llm_reply r;
     const struct ts_reply script[] = {{.status = 200, .body = "{\"choices\":[{\"message\":{\"content\":\"x\""},
                                       {.status = 200, .body = good_body}};
-    assert_int_equal(chat(&srv, pki.cert, pki.key, script, 2, NULL, &r), NET_ERR_REPLY);
-    assert_int_equal(r.attempts, 1); /* final: not retried */
+    assert_int_equal(chat(&srv, pki.cert, pki.key, script, 2, NULL, &r), 0);
+    assert_int_equal(r.attempts, 2); /* retried once */
+    assert_int_equal(srv.n_req, 2);
+    assert_string_equal(r.error, "");
+    assert_non_null(r.kernel);
+    llm_reply_free(&r);
+    ts_stop(&srv);
+
+    const struct ts_reply script1[] = {{.status = 200, .body = "<html>502 Bad Gateway</html>"},
+                                       {.status = 200, .body = "<html>502 Bad Gateway</html>"},
+                                       {.status = 200, .body = good_body}};
+    assert_int_equal(chat(&srv, pki.cert, pki.key, script1, 3, NULL, &r), NET_ERR_REPLY);
+    assert_int_equal(r.attempts, 2); /* once more, then final */
     assert_non_null(strstr(r.error, "not valid JSON"));
     llm_reply_free(&r);
     ts_stop(&srv);
@@ -437,6 +451,28 @@ static void test_malformed_json(void **state)
     const struct ts_reply script2[] = {{.status = 200, .body = "{\"object\":\"list\",\"data\":[]}"}};
     assert_int_equal(chat(&srv, pki.cert, pki.key, script2, 1, NULL, &r), NET_ERR_REPLY);
     assert_non_null(strstr(r.error, "choices"));
+    llm_reply_free(&r);
+    ts_stop(&srv);
+}
+
+/* llm.max_tokens_field: the cap travels as max_completion_tokens. */
+static void completion_field(struct llm_settings *s)
+{
+    s->max_tokens_field = LLM_MAX_COMPLETION_TOKENS;
+    s->max_tokens = 777;
+}
+static void test_max_completion_tokens(void **state)
+{
+    (void)state;
+    struct ts_server srv;
+    struct llm_reply r;
+    const struct ts_reply script[] = {{.status = 200, .body = good_body}};
+    assert_int_equal(chat(&srv, pki.cert, pki.key, script, 1, completion_field, &r), 0);
+    cJSON *j = cJSON_ParseWithLength(srv.req[0].body, srv.req[0].body_len);
+    assert_non_null(j);
+    assert_int_equal(cJSON_GetObjectItem(j, "max_completion_tokens")->valueint, 777);
+    assert_null(cJSON_GetObjectItem(j, "max_tokens"));
+    cJSON_Delete(j);
     llm_reply_free(&r);
     ts_stop(&srv);
 }
@@ -713,6 +749,7 @@ int main(void)
         cmocka_unit_test(test_cancel_backoff),
         cmocka_unit_test(test_reset_mid_body),
         cmocka_unit_test(test_malformed_json),
+        cmocka_unit_test(test_max_completion_tokens),
         cmocka_unit_test(test_big_body),
         cmocka_unit_test(test_wrong_ca),
         cmocka_unit_test(test_pin_mismatch),

@@ -152,7 +152,7 @@ static void cmd_arg(struct cmd *c, const char *fmt, ...)
     c->argv[++c->argc] = NULL;
 }
 
-static int run_ok(const struct asc_run_result *r)
+static int run_ok(const struct proc_result *r)
 {
     return r->exited && r->exit_code == 0 && !r->timed_out && !r->flooded;
 }
@@ -259,10 +259,10 @@ static int build_step(struct platform *p, struct cmd *c, struct plat_build *out,
     if (c->overflow)
         return set_err(p, PLAT_ERR_INTERNAL, "command line too long");
     int timeout = p->set.compile_timeout_ms > 0 ? p->set.compile_timeout_ms : ASC_COMPILE_TIMEOUT_MS;
-    struct asc_run r = {.argv = c->argv, .timeout_ms = timeout, .output_cap = (uint64_t)8 << 20,
+    struct proc_spec r = {.argv = c->argv, .timeout_ms = timeout, .output_cap = (uint64_t)8 << 20,
                         .out = out->diag, .out_len = sizeof out->diag};
-    struct asc_run_result res;
-    int rc = asc_child_run(&r, &res, p->err, sizeof p->err);
+    struct proc_result res;
+    int rc = proc_run(&r, &res, p->err, sizeof p->err);
     if (rc)
         return set_err(p, rc, "%s: %.400s", what, p->err);
     if (res.exited && res.exit_code == 127 && strstr(out->diag, "kope: cannot run"))
@@ -408,7 +408,7 @@ static void asc_build_free(struct platform *p, struct plat_build *b)
 
 /* What one host-program run produced (report protocol of the K3 harness). */
 struct hrun {
-    struct asc_run_result res;
+    struct proc_result res;
     char out[1024];
     struct plat_report r;         /* what the host program printed (platform/report.h) */
 };
@@ -467,13 +467,13 @@ static int host_run(struct platform *p, const struct plat_task *t, const struct 
     if (c.overflow)
         return set_err(p, PLAT_ERR_INTERNAL, "host program command line too long");
     const struct plat_settings *s = &p->set;
-    struct asc_run r = {
+    struct proc_spec r = {
         .argv = c.argv, .cwd = dir,
         .timeout_ms = s->timeout_ms > 0 ? s->timeout_ms : ASC_RUN_TIMEOUT_MS,
         .output_cap = s->output_cap_bytes ? s->output_cap_bytes : ASC_OUTPUT_CAP,
         .out = h->out, .out_len = sizeof h->out,
     };
-    int rc = asc_child_run(&r, &h->res, p->err, sizeof p->err);
+    int rc = proc_run(&r, &h->res, p->err, sizeof p->err);
     if (rc)
         return rc;
     FILE *f = fopen(report, "rb");

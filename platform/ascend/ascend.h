@@ -10,7 +10,7 @@
  *   discover.c  where CANN is (ASCEND_HOME_PATH, ASCEND_TOOLKIT_HOME, default
  *               install paths), what it ships, which NPU (npu-smi info), the
  *               SoC's platform_config .ini (core counts, buffer sizes)
- *   run.c       one child process with a wall-clock timeout and an output cap
+ *   (platform/proc.c runs every child: timeout, output cap, process group)
  *   msprof.c    `msprof op` result files (OpBasicInfo.csv) -> per-launch times
  *   screen.c    the candidate source screen (what an Ascend C file may name)
  *   embed/      what the binary carries: the candidate ABI (kope_ascend.h), the
@@ -97,27 +97,11 @@ int asc_soc_ini_parse(const char *text, struct asc_toolkit *tk);
 
 /* ---------------------------------------------------------------- run --- */
 
-struct asc_run {
-    char *const *argv;        /* argv[0] searched in PATH */
-    const char *cwd;          /* NULL = inherit */
-    char *const *env_add;     /* extra NAME=VALUE entries, NULL-terminated, or NULL */
-    int timeout_ms;           /* wall clock; the child's process group is killed */
-    uint64_t output_cap;      /* stdout+stderr bytes before the child is killed */
-    char *out;                /* first out_len-1 bytes of output (NUL-terminated) */
-    size_t out_len;
-};
-
-struct asc_run_result {
-    int exited, exit_code;
-    int signaled, signal;
-    int timed_out, flooded, truncated;
-    uint64_t output_bytes;
-    double wall_ms;
-};
-
-/* Run argv in a child under r's limits. 0 when the child ran (its fate is in
- * res), PLAT_ERR_SPAWN with err filled otherwise. */
-int asc_child_run(const struct asc_run *r, struct asc_run_result *res, char *err, size_t err_len);
+/* Children (cmake, the host program, msprof, npu-smi) run through the one
+ * runner, platform/proc.c: own process group killed at the timeout or the
+ * output cap, stdin /dev/null, no core dumps, dies with kope. No RLIMIT_AS:
+ * the ACL runtime maps device memory into the host process. */
+#include "platform/proc.h"
 
 /* ------------------------------------------------------------- msprof --- */
 

@@ -235,10 +235,10 @@ static void npu_query(struct asc_toolkit *tk, const char *smi_setting)
     }
     char out[16384], err[256];
     char *argv[] = {tk->npu_smi, "info", NULL};
-    struct asc_run r = {.argv = argv, .timeout_ms = 20000, .output_cap = 1 << 20,
+    struct proc_spec r = {.argv = argv, .timeout_ms = 20000, .output_cap = 1 << 20,
                         .out = out, .out_len = sizeof out};
-    struct asc_run_result res;
-    if (asc_child_run(&r, &res, err, sizeof err) != 0 || res.timed_out) {
+    struct proc_result res;
+    if (proc_run(&r, &res, err, sizeof err) != 0 || res.timed_out) {
         missing_add(tk, "npu-smi did not answer (%s)", res.timed_out ? "timed out" : err);
         return;
     }

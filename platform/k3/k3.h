@@ -1,13 +1,13 @@
 /*
  * platform/k3/k3.h - internals shared by the files of the K3 (RISC-V RVV)
- * target: its private state, the sandboxed child runner, the source screen
+ * target: its private state, the source screen
  * and the object check. Only the files of platform/k3 include this; core/ sees the
  * target only through struct platform_ops (plat_k3_ops).
  *
  * Files, in reading order:
  *   k3.c       the ops table: toolchain selection, compile, verify, measure
- *   sandbox.c  one child process with CPU/AS/FSIZE/core limits, a wall-clock
- *              timeout and an output cap (k3_child_run)
+ *   (platform/proc.c runs every child: limits, timeout, output cap, and for
+ *   harness runs namespaces, a minimal filesystem and seccomp)
  *   screen.c   the source screen and the ELF object check
  *   embed/     the riscv64 harness that checks and times a candidate
  */
@@ -49,42 +49,14 @@ struct k3 {
     uint32_t base_built[2];   /* bit per op: baseline objects compiled (scalar, autovec) */
     char *inc_direct;         /* resolved paths of the allowed headers ('\n'-separated) */
     char *inc_closure;        /* every file those headers read */
+    char isolation[160];      /* what isolated the last harness run (proc_result.isolation) */
 };
 
-/* ------------------------------------------------------------- sandbox --- */
+/* ------------------------------------------------------------- runner --- */
 
-struct k3_run {
-    char *const *argv;        /* argv[0] searched in PATH */
-    const char *cwd;          /* NULL = inherit */
-    int timeout_ms;           /* wall clock; the child's process group is killed */
-    int cpu_s;                /* RLIMIT_CPU, 0 = none */
-    uint64_t mem_bytes;       /* RLIMIT_AS, 0 = none */
-    uint64_t fsize_bytes;     /* RLIMIT_FSIZE, 0 = none */
-    uint64_t output_cap;      /* stdout+stderr bytes before the child is killed; 0 = 1 MiB */
-    char *out;                /* first out_len-1 bytes of output kept here (NUL-terminated) */
-    size_t out_len;
-};
-
-struct k3_run_result {
-    int exited, exit_code;    /* normal exit */
-    int signaled, signal;     /* killed by a signal (not by us) */
-    int timed_out;            /* we killed it at the wall-clock timeout */
-    int flooded;              /* we killed it at the output cap */
-    int cpu_limit;            /* killed by SIGXCPU (RLIMIT_CPU) */
-    uint64_t output_bytes;    /* total seen (counting past the cap) */
-    int truncated;            /* output did not fit in out */
-    double wall_ms;
-};
-
-/* Run argv in a child with the limits in r; returns 0 when the child ran
- * (whatever its fate, see res), PLAT_ERR_SPAWN with err set otherwise. */
-int k3_child_run(const struct k3_run *r, struct k3_run_result *res, char *err, size_t err_len);
-
-/* Split a command string on blanks into argv (no quoting). Appends to argv
- * from *argc, at most max entries including the NULL; words point into buf
- * (a copy of cmd the caller provides, buf_len bytes). Returns 0 or -1 when
- * something does not fit. */
-int k3_argv_split(const char *cmd, char *buf, size_t buf_len, char **argv, int *argc, int max);
+/* Every compiler and harness run goes through platform/proc.c (proc_run):
+ * limits, output cap, timeout; harness runs also PROC_ISOLATE. */
+#include "platform/proc.h"
 
 /* -------------------------------------------------------------- screen --- */
 

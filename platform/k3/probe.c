@@ -174,7 +174,7 @@ int k3_probe(struct platform *p, struct plat_probe *out)
     int argc = 0;
     char *text = NULL;
     int rc = PLAT_ERR_INTERNAL;
-    struct k3_run_result res;
+    struct proc_result res;
 
     const struct embed_file *f = embed_find("platform/k3/embed/probe.c");
     if (!f) {
@@ -191,7 +191,7 @@ int k3_probe(struct platform *p, struct plat_probe *out)
     /* build: CC CFLAGS -pthread -static probe.c -o probe */
     char words[2 * K3_CMD_MAX + 2];
     snprintf(words, sizeof words, "%s %s", k->cc, k->cflags);
-    if (k3_argv_split(words, buf, sizeof buf, argv, &argc, ARGV_MAX - 6)) {
+    if (proc_argv_split(words, buf, sizeof buf, argv, &argc, ARGV_MAX - 6)) {
         snprintf(p->err, sizeof p->err, "compiler command too long");
         return p->rc = PLAT_ERR_INTERNAL;
     }
@@ -206,8 +206,8 @@ int k3_probe(struct platform *p, struct plat_probe *out)
         snprintf(p->err, sizeof p->err, "out of memory");
         return p->rc = PLAT_ERR_NOMEM;
     }
-    struct k3_run build = {.argv = argv, .timeout_ms = 60000, .out = text, .out_len = PROBE_OUT_MAX};
-    rc = k3_child_run(&build, &res, p->err, sizeof p->err);
+    struct proc_spec build = {.argv = argv, .timeout_ms = 60000, .out = text, .out_len = PROBE_OUT_MAX};
+    rc = proc_run(&build, &res, p->err, sizeof p->err);
     if (rc)
         goto out;
     if (!res.exited || res.exit_code != 0) {
@@ -219,7 +219,7 @@ int k3_probe(struct platform *p, struct plat_probe *out)
 
     /* run: [RUNNER] probe [quick] */
     argc = 0;
-    if (k3_argv_split(k->runner, buf, sizeof buf, argv, &argc, ARGV_MAX - 3)) {
+    if (proc_argv_split(k->runner, buf, sizeof buf, argv, &argc, ARGV_MAX - 3)) {
         snprintf(p->err, sizeof p->err, "runner command too long");
         rc = PLAT_ERR_INTERNAL;
         goto out;
@@ -228,13 +228,13 @@ int k3_probe(struct platform *p, struct plat_probe *out)
     if (k->emulated)
         argv[argc++] = "quick";
     argv[argc] = NULL;
-    struct k3_run run = {
+    struct proc_spec run = {
         .argv = argv,
         .timeout_ms = k->emulated ? PROBE_TIMEOUT_EMULATED_MS : PROBE_TIMEOUT_NATIVE_MS,
         .mem_bytes = (uint64_t)4 << 30,
         .out = text, .out_len = PROBE_OUT_MAX,
     };
-    rc = k3_child_run(&run, &res, p->err, sizeof p->err);
+    rc = proc_run(&run, &res, p->err, sizeof p->err);
     if (rc)
         goto out;
     if (!res.exited || res.exit_code != 0) {

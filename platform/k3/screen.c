@@ -584,23 +584,38 @@ static int path_in(const char *list, const char *path, size_t plen)
     return 0;
 }
 
+/* The next header line of -H output from *pos ("... /path": depth as dots),
+ * skipping every other line; 0 at the end of out. */
+static int hline_next(const char **pos, size_t *depth, const char **path, size_t *plen)
+{
+    while (**pos) {
+        const char *l = *pos, *e = strchr(l, '\n');
+        size_t len = e ? (size_t)(e - l) : strlen(l);
+        size_t dots = 0;
+        while (dots < len && l[dots] == '.')
+            dots++;
+        *pos = e ? e + 1 : l + len;
+        if (dots > 0 && dots < len && l[dots] == ' ') {
+            *depth = dots;
+            *path = l + dots + 1;
+            *plen = len - dots - 1;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int k3_includes_collect(const char *out, char *direct, size_t direct_len, char *all, size_t all_len)
 {
-    size_t dn = 0, an = 0;
+    size_t dn = 0, an = 0, dots, pl;
+    const char *path;
     int rc = 0;
     if (direct_len)
         direct[0] = '\0';
     if (all_len)
         all[0] = '\0';
-    for (const char *l = out; *l;) {
-        const char *e = strchr(l, '\n');
-        size_t len = e ? (size_t)(e - l) : strlen(l);
-        size_t dots = 0;
-        while (dots < len && l[dots] == '.')
-            dots++;
-        if (dots > 0 && dots < len && l[dots] == ' ') {
-            const char *path = l + dots + 1;
-            size_t pl = len - dots - 1;
+    for (const char *l = out; hline_next(&l, &dots, &path, &pl);) {
+        {
             char *dst = dots == 1 ? direct : all;
             size_t *n = dots == 1 ? &dn : &an, cap = dots == 1 ? direct_len : all_len;
             if (*n + pl + 2 > cap)
@@ -612,7 +627,6 @@ int k3_includes_collect(const char *out, char *direct, size_t direct_len, char *
                 dst[*n] = '\0';
             }
         }
-        l = e ? e + 1 : l + len;
     }
     return rc;
 }
@@ -623,15 +637,10 @@ int k3_screen_includes(const char *out, const char *deps, const char *allowed_di
 {
     /* -H lines: depth 1 = what the candidate (or the -include'd prototype)
      * included itself */
-    for (const char *l = out; *l;) {
-        const char *e = strchr(l, '\n');
-        size_t len = e ? (size_t)(e - l) : strlen(l);
-        size_t dots = 0;
-        while (dots < len && l[dots] == '.')
-            dots++;
-        if (dots > 0 && dots < len && l[dots] == ' ') {
-            const char *path = l + dots + 1;
-            size_t pl = len - dots - 1;
+    size_t dots, pl;
+    const char *path;
+    for (const char *l = out; hline_next(&l, &dots, &path, &pl);) {
+        {
             int ok = dots == 1 ? path_in(allowed_direct, path, pl) || path_in(own, path, pl)
                                : path_in(closure, path, pl) || path_in(own, path, pl);
             if (!ok) {
@@ -644,7 +653,6 @@ int k3_screen_includes(const char *out, const char *deps, const char *allowed_di
                 return 1;
             }
         }
-        l = e ? e + 1 : l + len;
     }
     /* -MD: "target: dep dep \\\n dep ..." - every file read, #embed too */
     const char *p = deps ? strchr(deps, ':') : NULL;
@@ -656,7 +664,7 @@ int k3_screen_includes(const char *out, const char *deps, const char *allowed_di
         while (*p && *p != ' ' && *p != '\n' && *p != '\r' && *p != '\t' &&
                !(*p == '\\' && (p[1] == '\n' || p[1] == '\r')))
             p++;
-        size_t pl = (size_t)(p - b);
+        pl = (size_t)(p - b);
         if (pl == 0)
             break;
         if (b[pl - 1] == ':') /* -MP phony targets, not produced here, but harmless */

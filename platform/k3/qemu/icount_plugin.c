@@ -47,7 +47,9 @@
  *   kope-icount 2
  *   region IDX insns N vector_ops N vector_mem N vsetvl N vcost N unmodelled N
  *   ...
- *   total insns N vector_ops N vector_mem N vsetvl N vcost N unmodelled N regions N dropped N
+ *   total insns N vector_ops N vector_mem N vsetvl N vcost N unmodelled N regions N dropped N vcpus N
+ * appended (one such block per process: the harness forks a process per
+ * counted call)
  */
 #define _GNU_SOURCE 1 /* open_memstream */
 #include <inttypes.h>
@@ -337,12 +339,27 @@ static void print_counts(FILE *f, const char *head, const struct counts *c)
             c->c[C_UNMOD]);
 }
 
+/* vCPUs this process has had: qemu-user makes one per guest thread. A
+ * second one means another thread ran while a region was open, racing the
+ * counters; kope then claims nothing (the harness counts on one thread). A
+ * forked process inherits the count (1). */
+static unsigned g_vcpus;
+
+static void vcpu_init(qemu_plugin_id_t id, unsigned int vcpu)
+{
+    (void)id; (void)vcpu;
+    __atomic_add_fetch(&g_vcpus, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Appended, one block per process: the harness runs every counted call in
+ * a kernel process of its own (a fork), and each writes its block when it
+ * exits; the caller creates the file empty. */
 static void at_exit(qemu_plugin_id_t id, void *p)
 {
     (void)id; (void)p;
     char *buf = NULL;
     size_t len = 0;
-    FILE *f = g_out[0] ? fopen(g_out, "w") : open_memstream(&buf, &len);
+    FILE *f = g_out[0] ? fopen(g_out, "a") : open_memstream(&buf, &len);
     if (!f)
         return;
     fprintf(f, "kope-icount 2\n");
@@ -353,7 +370,7 @@ static void at_exit(qemu_plugin_id_t id, void *p)
         fputc('\n', f);
     }
     print_counts(f, "total", &g_now);
-    fprintf(f, " regions %u dropped %u\n", g_n_regions, g_dropped);
+    fprintf(f, " regions %u dropped %u vcpus %u\n", g_n_regions, g_dropped, g_vcpus);
     fclose(f);
     if (buf) {
         qemu_plugin_outs(buf);
@@ -411,6 +428,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     if (g_vlen)
         g_ratio = g_vlen / g_dlen;
     qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans);
+    qemu_plugin_register_vcpu_init_cb(id, vcpu_init);
     qemu_plugin_register_atexit_cb(id, at_exit, NULL);
     return 0;
 }

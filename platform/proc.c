@@ -1,0 +1,523 @@
+/*
+ * platform/proc.c - the one child-process runner (see proc.h for what each
+ * layer does and what it does not). Used by platform/k3 (compiler and harness
+ * runs) and platform/ascend (cmake, the host program, msprof, npu-smi).
+ *
+ * Shape of an isolated run:
+ *   kope ── fork ──> child: setpgid, limits, fds, unshare(user, mount, pid,
+ *                    net, ipc), uid/gid maps ── fork ──> PID 1: minimal root
+ *                    (tmpfs + read-only binds + rw_dir), pivot_root, drop
+ *                    capabilities, seccomp, execve(argv[0])
+ * The middle process only waits for PID 1 and exits the way it did, so the
+ * caller sees one child. When PID 1 exits, the kernel kills everything left
+ * in its PID namespace before the middle process can be reaped.
+ */
+#define _GNU_SOURCE 1
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__linux__)
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#endif
+
+#include "platform/platform.h"
+#include "platform/proc.h"
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+int proc_argv_split(const char *cmd, char *buf, size_t buf_len, char **argv, int *argc, int max)
+{
+    size_t n = strlen(cmd);
+    if (n + 1 > buf_len)
+        return -1;
+    memcpy(buf, cmd, n + 1);
+    char *save = NULL;
+    for (char *w = strtok_r(buf, " \t\n", &save); w; w = strtok_r(NULL, " \t\n", &save)) {
+        if (*argc + 1 >= max)
+            return -1;
+        argv[(*argc)++] = w;
+    }
+    argv[*argc] = NULL;
+    return 0;
+}
+
+static void set_limit(int res, uint64_t v)
+{
+    struct rlimit rl = {(rlim_t)v, (rlim_t)v};
+    setrlimit(res, &rl);
+}
+
+/* ------------------------------------------------------ isolation --- */
+
+/* What the child tells the parent about the layers that applied: appended
+ * to a small buffer and written to the status pipe just before exec. */
+struct iso_note {
+    char text[160];
+};
+
+static void note_add(struct iso_note *n, const char *what)
+{
+    size_t l = strlen(n->text);
+    snprintf(n->text + l, sizeof n->text - l, "%s%s", l ? "+" : "", what);
+}
+
+static int write_file(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t w = write(fd, text, strlen(text));
+    close(fd);
+    return w == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+/* Resolve argv[0] in PATH (before the filesystem view changes, and so the
+ * seccomp filter can name the one string execve may take). */
+static int resolve_exe(const char *name, char *out, size_t out_len)
+{
+    if (strchr(name, '/')) {
+        snprintf(out, out_len, "%s", name);
+        return access(out, X_OK);
+    }
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        path = "/usr/bin:/bin";
+    while (*path) {
+        size_t dl = strcspn(path, ":");
+        if (dl && dl + strlen(name) + 2 < out_len) {
+            snprintf(out, out_len, "%.*s/%s", (int)dl, path, name);
+            if (access(out, X_OK) == 0)
+                return 0;
+        }
+        path += dl;
+        if (*path == ':')
+            path++;
+    }
+    return -1;
+}
+
+/* mkdir -p for the parents of path, then the leaf as a dir or an empty file */
+static int make_point(const char *path, int dir)
+{
+    char tmp[1024];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *s = tmp + 1; *s; s++)
+        if (*s == '/') {
+            *s = '\0';
+            if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+                return -1;
+            *s = '/';
+        }
+    if (dir)
+        return mkdir(tmp, 0755) == 0 || errno == EEXIST ? 0 : -1;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -1;
+    close(fd);
+    return 0;
+}
+
+#define OLDROOT "/.old"
+
+/* After the pivot: bind host path src (seen under OLDROOT) at the same path
+ * in the new root, read-only unless rw. A symlink (/lib -> usr/lib on
+ * merged-/usr systems) is recreated as the same symlink. Missing paths are
+ * skipped. */
+static int graft(const char *src, int rw)
+{
+    char old[1100], target[512];
+    struct stat st;
+    snprintf(old, sizeof old, OLDROOT "%s", src);
+    if (lstat(old, &st) != 0)
+        return 0;
+    if (S_ISLNK(st.st_mode)) {
+        ssize_t tl = readlink(old, target, sizeof target - 1);
+        if (tl <= 0)
+            return -1;
+        target[tl] = '\0';
+        if (make_point(src, 1) == 0)
+            rmdir(src); /* parents only */
+        return symlink(target, src) == 0 || errno == EEXIST ? 0 : -1;
+    }
+    if (make_point(src, S_ISDIR(st.st_mode)) != 0)
+        return -1;
+    if (mount(old, src, NULL, MS_BIND | MS_REC, NULL) != 0)
+        return -1;
+    unsigned long fl = MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | (rw ? 0 : MS_RDONLY);
+    return mount(NULL, src, NULL, fl, NULL);
+}
+
+/* In PID 1 of the new namespaces: the minimal root (bubblewrap's way: a
+ * tmpfs becomes the root, the old root stays reachable under OLDROOT only
+ * until the binds are made, then is detached). 0 or -1 (errno set). */
+static int fs_minimal(const struct proc_spec *r)
+{
+    static const char *const base[] = {"/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin",
+                                       "/etc/ld.so.cache", "/dev/null"};
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+        return -1;
+    if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755") != 0)
+        return -1;
+    if (mkdir("/tmp" OLDROOT, 0700) != 0 || syscall(SYS_pivot_root, "/tmp", "/tmp" OLDROOT) != 0 ||
+        chdir("/") != 0)
+        return -1;
+    for (size_t i = 0; i < sizeof base / sizeof base[0]; i++)
+        if (graft(base[i], 0))
+            return -1;
+    for (int i = 0; i < PROC_RO_PATHS_MAX && r->ro_paths[i]; i++)
+        if (graft(r->ro_paths[i], 0))
+            return -1;
+    if (r->rw_dir && graft(r->rw_dir, 1))
+        return -1;
+    if (umount2(OLDROOT, MNT_DETACH) != 0)
+        return -1;
+    rmdir(OLDROOT);
+    /* the new root itself read-only too */
+    return mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
+}
+
+/* seccomp on the program itself (qemu-user, or the native harness, which
+ * adds its own allow-list later): a deny-list of what neither qemu nor the
+ * harness needs, and execve only of the string at exe (the pointer we pass;
+ * a guest under qemu-user that asks the host to exec anything else gets
+ * EPERM). Returns 0, or -1 when the kernel (or an emulator running kope
+ * itself) refuses filters. */
+static int seccomp_runner(const char *exe)
+{
+#if defined(__linux__) && defined(SECCOMP_MODE_FILTER) && \
+    (defined(__x86_64__) || defined(__aarch64__) || (defined(__riscv) && __riscv_xlen == 64))
+#if defined(__x86_64__)
+#define P_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define P_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#else
+#define P_AUDIT_ARCH AUDIT_ARCH_RISCV64
+#endif
+#define DENY(nr) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), \
+                 BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM)
+    uint64_t p = (uint64_t)(uintptr_t)exe;
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, P_AUDIT_ARCH, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+#if defined(__x86_64__)
+        /* x32 system calls share the arch value: refuse them all */
+        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+#endif
+        /* execve: only our own argv[0] pointer (low word, then high word) */
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_execve, 0, 5),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)p, 0, 2),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0]) + 4),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)(p >> 32), 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+#ifdef SYS_execveat
+        DENY(SYS_execveat),
+#endif
+        DENY(SYS_socket), DENY(SYS_socketpair), DENY(SYS_connect), DENY(SYS_bind),
+        DENY(SYS_listen), DENY(SYS_accept), DENY(SYS_accept4), DENY(SYS_sendto),
+        DENY(SYS_sendmsg), DENY(SYS_ptrace), DENY(SYS_process_vm_readv),
+        DENY(SYS_process_vm_writev), DENY(SYS_mount), DENY(SYS_umount2), DENY(SYS_pivot_root),
+        DENY(SYS_unshare), DENY(SYS_setns), DENY(SYS_chroot), DENY(SYS_bpf),
+        DENY(SYS_kexec_load), DENY(SYS_init_module), DENY(SYS_finit_module),
+        DENY(SYS_delete_module), DENY(SYS_add_key), DENY(SYS_request_key), DENY(SYS_keyctl),
+        DENY(SYS_userfaultfd), DENY(SYS_swapon), DENY(SYS_swapoff),
+        DENY(SYS_reboot), DENY(SYS_quotactl), DENY(SYS_acct),
+#ifdef SYS_io_uring_setup
+        DENY(SYS_io_uring_setup),
+#endif
+#ifdef SYS_open_tree
+        DENY(SYS_open_tree), DENY(SYS_move_mount), DENY(SYS_fsopen), DENY(SYS_fsmount),
+        DENY(SYS_mount_setattr),
+#endif
+#ifdef SYS_pidfd_getfd
+        DENY(SYS_pidfd_getfd),
+#endif
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+#undef DENY
+    struct sock_fprog prog = {(unsigned short)(sizeof f / sizeof f[0]), f};
+    return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0 ? 0 : -1;
+#else
+    (void)exe;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+static void caps_drop(void)
+{
+    for (int cap = 0; cap <= 63; cap++)
+        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno == EINVAL)
+            break; /* past the last capability */
+}
+
+/* In the middle process: wait for PID 1 and end the same way. */
+static void relay_exit(pid_t pid)
+{
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    if (WIFSIGNALED(st)) {
+        int sig = WTERMSIG(st);
+        signal(sig, SIG_DFL);
+        prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); /* no core of this process either */
+        kill(getpid(), sig);
+        _exit(128 + sig);
+    }
+    _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 127);
+}
+
+/* ------------------------------------------------------------ child --- */
+
+/* In the child: never returns. */
+static void child_exec(const struct proc_spec *r, int out_fd, int note_fd)
+{
+    struct iso_note note = {{0}};
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) {
+        dup2(devnull, 0);
+        close(devnull);
+    }
+    /* the output and note pipes away from 0..3 first, so that placing the
+     * report on fd 3 cannot clobber one of them (the copies are CLOEXEC) */
+    if (out_fd <= 3)
+        out_fd = fcntl(out_fd, F_DUPFD_CLOEXEC, 10);
+    if (note_fd >= 0 && note_fd <= 3)
+        note_fd = fcntl(note_fd, F_DUPFD_CLOEXEC, 10);
+    if (out_fd < 0)
+        _exit(127);
+    if (r->fd3 > 2) {
+        if (r->fd3 != 3) {
+            dup2(r->fd3, 3); /* dup2 clears FD_CLOEXEC on the copy */
+        } else {
+            int fl = fcntl(3, F_GETFD);
+            fcntl(3, F_SETFD, fl & ~FD_CLOEXEC);
+        }
+    }
+    dup2(out_fd, 1);
+    dup2(out_fd, 2);
+    close(out_fd);
+    set_limit(RLIMIT_CORE, 0);
+    if (r->cpu_s > 0)
+        set_limit(RLIMIT_CPU, (uint64_t)r->cpu_s);
+    if (r->fsize_bytes)
+        set_limit(RLIMIT_FSIZE, r->fsize_bytes);
+    signal(SIGPIPE, SIG_DFL);
+    for (char *const *e = r->env_add; e && *e; e++)
+        putenv(*e);
+    char exe[1024];
+    if (resolve_exe(r->argv[0], exe, sizeof exe) != 0) {
+        dprintf(1, "kope: cannot run %s: not found\n", r->argv[0]);
+        _exit(127);
+    }
+    if (r->flags & PROC_ISOLATE) {
+        uid_t uid = geteuid();
+        gid_t gid = getegid();
+        if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC) == 0) {
+            char map[64];
+            /* an unprivileged uid inside: exec drops every capability */
+            snprintf(map, sizeof map, "1000 %u 1\n", (unsigned)uid);
+            int ok = write_file("/proc/self/uid_map", map) == 0;
+            write_file("/proc/self/setgroups", "deny\n");
+            snprintf(map, sizeof map, "1000 %u 1\n", (unsigned)gid);
+            ok = ok && write_file("/proc/self/gid_map", map) == 0;
+            pid_t pid1 = fork();
+            if (pid1 < 0)
+                _exit(127);
+            if (pid1 > 0) {
+                close(note_fd);
+                if (r->fd3 > 2)
+                    close(3);
+                relay_exit(pid1);
+            }
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            note_add(&note, ok ? "namespaces(user,pid,net,mount,ipc)" : "namespaces(no uid map)");
+            if (fs_minimal(r) == 0) {
+                note_add(&note, "minimal-ro-root");
+            } else {
+                char e[96];
+                snprintf(e, sizeof e, "host-fs-visible(%s)", strerror(errno));
+                note_add(&note, e);
+            }
+        } else {
+            char e[96];
+            snprintf(e, sizeof e, "NO-NAMESPACES(%s)", strerror(errno));
+            note_add(&note, e);
+        }
+    }
+    if (r->cwd && chdir(r->cwd) != 0) {
+        dprintf(1, "kope: cannot enter %s: %s\n", r->cwd, strerror(errno));
+        _exit(127);
+    }
+    if (r->mem_bytes)
+        set_limit(RLIMIT_AS, r->mem_bytes);
+    char *const clean_env[] = {"PATH=/usr/bin:/bin", "LC_ALL=C", NULL};
+    extern char **environ;
+    char *const *envp = environ;
+    if (r->flags & PROC_ISOLATE) {
+        envp = clean_env;
+        caps_drop();
+        note_add(&note, seccomp_runner(exe) == 0 ? "seccomp" : "NO-SECCOMP");
+        if (note_fd >= 0) {
+            ssize_t w = write(note_fd, note.text, strlen(note.text));
+            (void)w;
+        }
+    }
+    execve(exe, r->argv, envp);
+    dprintf(1, "kope: cannot run %s: %s\n", r->argv[0], strerror(errno));
+    _exit(127);
+}
+
+int proc_run(const struct proc_spec *r, struct proc_result *res, char *err, size_t err_len)
+{
+    memset(res, 0, sizeof *res);
+    if (r->out && r->out_len)
+        r->out[0] = '\0';
+    int fds[2], nfd[2] = {-1, -1};
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        snprintf(err, err_len, "pipe: %s", strerror(errno));
+        return PLAT_ERR_SPAWN;
+    }
+    if ((r->flags & PROC_ISOLATE) && pipe2(nfd, O_CLOEXEC) != 0) {
+        snprintf(err, err_len, "pipe: %s", strerror(errno));
+        close(fds[0]);
+        close(fds[1]);
+        return PLAT_ERR_SPAWN;
+    }
+    double t0 = now_ms();
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(err, err_len, "fork: %s", strerror(errno));
+        close(fds[0]);
+        close(fds[1]);
+        if (nfd[0] >= 0) {
+            close(nfd[0]);
+            close(nfd[1]);
+        }
+        return PLAT_ERR_SPAWN;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        if (nfd[0] >= 0)
+            close(nfd[0]);
+        child_exec(r, fds[1], nfd[1]);
+    }
+    close(fds[1]);
+    if (nfd[1] >= 0)
+        close(nfd[1]);
+    setpgid(pid, pid); /* also from the parent: no race with the kill below */
+
+    uint64_t cap = r->output_cap ? r->output_cap : (1u << 20);
+    size_t kept = 0;
+    int killed = 0;
+    char buf[8192];
+    for (;;) {
+        double left = r->timeout_ms > 0 ? r->timeout_ms - (now_ms() - t0) : 1e9;
+        if (left <= 0) {
+            res->timed_out = 1;
+            break;
+        }
+        struct pollfd pfd = {fds[0], POLLIN, 0};
+        int pr = poll(&pfd, 1, left > 1e6 ? 1000000 : (int)left + 1);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr == 0)
+            continue; /* re-check the deadline */
+        ssize_t n = read(fds[0], buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break; /* EOF: the child (and its group) closed the pipe */
+        res->output_bytes += (uint64_t)n;
+        if (r->out && r->out_len > 1 && kept < r->out_len - 1) {
+            size_t room = r->out_len - 1 - kept;
+            size_t take = (size_t)n < room ? (size_t)n : room;
+            memcpy(r->out + kept, buf, take);
+            kept += take;
+            r->out[kept] = '\0';
+            if (take < (size_t)n)
+                res->truncated = 1;
+        } else {
+            res->truncated = 1;
+        }
+        if (res->output_bytes > cap) {
+            res->flooded = 1;
+            break;
+        }
+    }
+    if (res->timed_out || res->flooded) {
+        kill(-pid, SIGKILL);
+        kill(pid, SIGKILL);
+        killed = 1;
+    }
+    close(fds[0]);
+    /* The pipe can close before the child exits (it may close its own
+     * stdout): keep the deadline while waiting for it too. */
+    int status = 0;
+    for (;;) {
+        pid_t w = waitpid(pid, &status, killed ? 0 : WNOHANG);
+        if (w == pid)
+            break;
+        if (w < 0 && errno != EINTR)
+            break;
+        if (w == 0) {
+            if (r->timeout_ms > 0 && now_ms() - t0 >= r->timeout_ms) {
+                res->timed_out = 1;
+                kill(-pid, SIGKILL);
+                kill(pid, SIGKILL);
+                killed = 1;
+            } else {
+                struct timespec ts = {0, 2 * 1000 * 1000};
+                nanosleep(&ts, NULL);
+            }
+        }
+    }
+    res->wall_ms = now_ms() - t0;
+    if (WIFEXITED(status)) {
+        res->exited = 1;
+        res->exit_code = WEXITSTATUS(status);
+    } else if (WIFSIGNALED(status) && !killed) {
+        res->signaled = 1;
+        res->signal = WTERMSIG(status);
+        if (res->signal == SIGXCPU)
+            res->cpu_limit = 1;
+    }
+    if (nfd[0] >= 0) {
+        ssize_t n = read(nfd[0], res->isolation, sizeof res->isolation - 1);
+        res->isolation[n > 0 ? n : 0] = '\0';
+        close(nfd[0]);
+    }
+    /* A grandchild may still hold the group: make sure nothing outlives us. */
+    kill(-pid, SIGKILL);
+    return 0;
+}

@@ -1,0 +1,89 @@
+/*
+ * platform/proc.h - the one child-process runner of the targets (the K3
+ * compiler and harness runs, the Ascend toolkit and host program): a child
+ * under limits whose fate always becomes a result, never a kope crash or
+ * hang.
+ *
+ * Always: its own process group (the whole group is killed at the wall-clock
+ * timeout or the output cap), stdin from /dev/null, stdout+stderr into one
+ * pipe read with a cap, no core dumps, PR_SET_PDEATHSIG (dies with kope),
+ * PR_SET_NO_NEW_PRIVS, the rlimits asked for.
+ *
+ * With PROC_ISOLATE (K3 harness runs, which execute candidate code), in
+ * this order:
+ *   - namespaces: new user, mount, PID, network and IPC namespaces; the
+ *     program runs as PID 1 of its PID namespace (so when it exits, every
+ *     process it started dies before proc_run returns) and as an unprivileged
+ *     uid (no capabilities after exec); the network namespace has only a
+ *     down loopback;
+ *   - a minimal read-only filesystem: a fresh tmpfs root holding read-only
+ *     binds of /usr, /lib*, /bin, /sbin, /etc/ld.so.cache and the paths in
+ *     ro_paths, /dev/null, a /proc of the new PID namespace, and rw_dir as
+ *     the only writable directory (pivot_root: the rest of the host tree is
+ *     not reachable);
+ *   - a cleared environment (PATH and LC_ALL=C only);
+ *   - capabilities dropped from the bounding set (matters when namespaces
+ *     are unavailable and kope runs as root);
+ *   - a seccomp filter on the program (qemu-user or the native harness):
+ *     execve only of the very argv[0] pointer kope passed (so a guest under
+ *     qemu-user cannot exec a host program), no execveat, socket, ptrace,
+ *     process_vm_*, mount family, unshare/setns, bpf, kexec, modules, keys,
+ *     userfaultfd, io_uring; those fail with EPERM (perf_event_open stays:
+ *     the native harness counts the kernel process's cycles with it).
+ * If the namespaces cannot be created (a container without user namespaces),
+ * the run goes on without them and res->isolation says so; the seccomp
+ * filter and the dropped capabilities still apply. Callers label their
+ * results with res->isolation (see docs/K3-HARNESS.md).
+ */
+#ifndef KOPE_PLATFORM_PROC_H
+#define KOPE_PLATFORM_PROC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PROC_ISOLATE 1 /* namespaces + minimal filesystem + seccomp (above) */
+
+#ifndef PROC_RO_PATHS_MAX
+#define PROC_RO_PATHS_MAX 8
+#endif
+
+struct proc_spec {
+    char *const *argv;        /* argv[0] searched in PATH (absolute when isolated) */
+    const char *cwd;          /* NULL = inherit */
+    char *const *env_add;     /* extra NAME=VALUE entries, NULL-terminated, or NULL */
+    int timeout_ms;           /* wall clock; the child's process group is killed */
+    int cpu_s;                /* RLIMIT_CPU, 0 = none */
+    uint64_t mem_bytes;       /* RLIMIT_AS, 0 = none */
+    uint64_t fsize_bytes;     /* RLIMIT_FSIZE, 0 = none */
+    uint64_t output_cap;      /* stdout+stderr bytes before the child is killed; 0 = 1 MiB */
+    char *out;                /* first out_len-1 bytes of output kept here (NUL-terminated) */
+    size_t out_len;
+    int fd3;                  /* > 2: given to the child as its fd 3 (e.g. a report file) */
+    unsigned flags;           /* PROC_ISOLATE */
+    const char *rw_dir;       /* isolated: the one writable directory (absolute) */
+    const char *ro_paths[PROC_RO_PATHS_MAX]; /* isolated: more read-only files/dirs, NULL-ended */
+};
+
+struct proc_result {
+    int exited, exit_code;    /* normal exit */
+    int signaled, signal;     /* killed by a signal (not by us) */
+    int timed_out;            /* we killed it at the wall-clock timeout */
+    int flooded;              /* we killed it at the output cap */
+    int cpu_limit;            /* killed by SIGXCPU (RLIMIT_CPU) */
+    uint64_t output_bytes;    /* total seen (counting past the cap) */
+    int truncated;            /* output did not fit in out */
+    double wall_ms;
+    char isolation[160];      /* PROC_ISOLATE: what applied, e.g. "namespaces+seccomp" */
+};
+
+/* Run argv in a child with the limits in r; returns 0 when the child ran
+ * (whatever its fate, see res), PLAT_ERR_SPAWN with err set otherwise. */
+int proc_run(const struct proc_spec *r, struct proc_result *res, char *err, size_t err_len);
+
+/* Split a command string on blanks into argv (no quoting). Appends to argv
+ * from *argc, at most max entries including the NULL; words point into buf
+ * (a copy of cmd the caller provides, buf_len bytes). Returns 0 or -1 when
+ * something does not fit. */
+int proc_argv_split(const char *cmd, char *buf, size_t buf_len, char **argv, int *argc, int max);
+
+#endif
