@@ -1075,8 +1075,14 @@ static int kernels_export(struct cli *c, int argc, char **argv)
     for (size_t i = 0; i < nr; i++)
         fprintf(stderr, "kope kernels export: not exported: task %s: %s\n", rf[i].task, rf[i].why);
     if (!nk) {
+        size_t n_emu = 0;
+        for (size_t i = 0; i < nr; i++)
+            n_emu += strstr(rf[i].why, "--include-emulated") != NULL;
         fprintf(stderr, "kope kernels export: no kernel to export%s\n",
-                pc.n ? "" : " (this store has no tasks: run `kope run` first)");
+                !pc.n ? " (this store has no tasks: run `kope run` first)"
+                : nr && n_emu == nr ? ": every kernel's evidence is emulated (k3 under qemu here); "
+                                      "add --include-emulated to export them, marked so"
+                                    : "");
         goto out;
     }
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {

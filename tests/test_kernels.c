@@ -4,19 +4,11 @@
  * `kope kernels export`; the exported library is built with the riscv64
  * cross compiler (its own Makefile) and its self-test run under qemu-riscv64
  * (natively on a RISC-V board). A record altered in the SQLite file, and a
- * record of another target, are refused.
+ * record of another target, are refused. Kernels in: a user's seed (--seed,
+ * a suite's "seed") is trial 1 as proposer "user"; bad seed input records
+ * nothing.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-#include <cmocka.h>
 
 #include <cJSON.h>
 #include <sqlite3.h> /* only to alter a record behind kope's back */
@@ -24,31 +16,19 @@
 #include "core/graph.h"
 #include "core/util.h"
 #include "store/store.h"
+#include "testutil.h"
 
 static char out[1 << 17];
 
-/* Run a shell command in the test dir; output (both streams) into out. */
-__attribute__((format(printf, 1, 2))) static int sh(const char *fmt, ...)
-{
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    strncat(cmd, " 2>&1", sizeof cmd - strlen(cmd) - 1);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+/* A shell command in the test dir (testutil.h); both streams into out. */
+#define sh(...) run_cmd(out, sizeof out, __VA_ARGS__)
 
 static void write_text(const char *path, const char *text);
 
-static const char *kope_bin(void)
+/* These tests run the real binary: skipped without $KOPE_BIN. */
+static int have_kope(void)
 {
-    return getenv("KOPE_BIN");
+    return getenv("KOPE_BIN") != NULL;
 }
 
 static int setup(void **state)
@@ -85,7 +65,7 @@ static char *slurp(const char *path)
 static void test_show_best_kernel(void **state)
 {
     (void)state;
-    if (!kope_bin())
+    if (!have_kope())
         skip();
     make_store("show.db");
     const char *k = kope_bin();
@@ -118,7 +98,7 @@ static void test_show_best_kernel(void **state)
 static void test_export_builds_and_selftest_passes(void **state)
 {
     (void)state;
-    if (!kope_bin())
+    if (!have_kope())
         skip();
     make_store("exp.db");
     const char *k = kope_bin();
@@ -193,7 +173,7 @@ static void test_export_builds_and_selftest_passes(void **state)
 static void test_tampered_record_not_exported(void **state)
 {
     (void)state;
-    if (!kope_bin())
+    if (!have_kope())
         skip();
     make_store("tamper.db");
     const char *k = kope_bin();
@@ -224,7 +204,7 @@ static void test_tampered_record_not_exported(void **state)
 static void test_foreign_target_not_exported(void **state)
 {
     (void)state;
-    if (!kope_bin())
+    if (!have_kope())
         skip();
     make_store("foreign.db");
     struct store *st;
@@ -316,7 +296,7 @@ static long n_records(const char *db)
 static void test_seed_is_first_trial(void **state)
 {
     (void)state;
-    if (!kope_bin())
+    if (!have_kope())
         skip();
     const char *k = kope_bin();
     write_text("my_silu.c", seed_silu);
@@ -343,7 +323,7 @@ static void test_seed_is_first_trial(void **state)
 static void test_seed_screened_like_any_candidate(void **state)
 {
     (void)state;
-    if (!kope_bin())
+    if (!have_kope())
         skip();
     const char *k = kope_bin();
     write_text("bad_seed.c", "#include <stdio.h>\n#include \"kernel_abi.h\"\n"
@@ -359,7 +339,7 @@ static void test_seed_screened_like_any_candidate(void **state)
 static void test_seed_bad_input_records_nothing(void **state)
 {
     (void)state;
-    if (!kope_bin())
+    if (!have_kope())
         skip();
     const char *k = kope_bin();
     assert_int_equal(sh("%s --db none.db run --task silu-4864 --seed missing.c --offline --budget 1", k), 1);
