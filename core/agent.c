@@ -194,7 +194,7 @@ static int write_insight(struct run *r, const uint8_t task[32], const struct pla
         buf_printf(&txt, "%s: best %s", t->name, cJSON_IsString(lab) ? lab->valuestring : "llm kernel");
         if (cJSON_IsNumber(sp))
             buf_printf(&txt, " at %.2fx vs %s%s", sp->valuedouble, cJSON_IsString(bl) ? bl->valuestring : "baseline",
-                       cJSON_IsTrue(history_body(&b->out, "emulated")) ? " (icount, emulated)" : "");
+                       cJSON_IsTrue(history_body(&b->out, "emulated")) ? " (vcost, emulated)" : "");
         if (h->best_trial)
             buf_printf(&txt, ", found at trial %d of %zu (first pass at trial %d).", h->best_trial, h->n,
                        h->first_pass);

@@ -322,7 +322,7 @@ static char *feedback_text(const struct ctx_feedback *f, size_t idx, size_t n,
         buf_printf(&b, " [%s]", f->tags);
     if (f->speedup > 0)
         buf_printf(&b, ", %.2fx vs %s%s", f->speedup, f->baseline ? f->baseline : "baseline",
-                   f->emulated ? " (icount ratio, emulated)" : "");
+                   f->emulated ? " (vcost ratio, emulated)" : "");
     buf_addc(&b, '\n');
     if (f->text && *f->text) {
         char *t = cut_text(f->text, max_text_bytes);
@@ -489,12 +489,13 @@ static int cold_cands(struct build *b, const struct ctx_request *rq, const char 
                    (unsigned long long)(pr->l2_bytes >> 10), pr->peak_gflops_core, pr->triad_gbs,
                    pr->peak_gflops_core / pr->triad_gbs);
     } else if (pr) {
-        buf_printf(&t, "Emulated (qemu): ISA %s, VLEN %d. Speed is judged by instruction counts "
-                       "(fewer per element is better), not time.\n",
+        buf_printf(&t, "Emulated (qemu): ISA %s, VLEN %d. Speed is judged by a vector-cost model, "
+                       "not time: each vector instruction costs its register groups (LMUL is not "
+                       "free), each scalar one 1; lower per element is better.\n",
                    pr->isa[0] ? pr->isa : "rv64gcv", pr->vlen_bits ? pr->vlen_bits : 256);
     } else {
         buf_printf(&t, "No probe given: assume VLEN 256 (K3). Speed is the ratio against "
-                       "same-run baselines (instruction counts when emulated).\n");
+                       "same-run baselines (the vector-cost model when emulated).\n");
     }
     return cand_new(b, CTX_COLD, 1, detach(&t), probe_ref,
                     strcmp(probe_ref, "probe") ? "the target's newest probe record"

@@ -947,7 +947,7 @@ static void outcome_text(const struct graph_node *n, char *buf, size_t cap)
     const cJSON *em = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(n->out.json, "body"), "emulated");
     if (sp >= 0)
         snprintf(buf, cap, "%s %.2fx vs %s%s", st ? st : "?", sp, base ? base : "baseline",
-                 cJSON_IsTrue(em) ? " (emulated: icount ratio)" : "");
+                 cJSON_IsTrue(em) ? " (emulated: vcost ratio)" : "");
     else
         snprintf(buf, cap, "%s%s%s", st ? st : "?", body_str(&n->out, "reason") ? ": " : "",
                  body_str(&n->out, "reason") ? body_str(&n->out, "reason") : "");

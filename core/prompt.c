@@ -43,7 +43,7 @@ static int prompt_fallback(const struct ctx_request *rq, struct ctx_prompt *p)
                    f->status ? f->status : "", f->tags ? " tags " : "", f->tags ? f->tags : "");
         if (f->speedup > 0)
             buf_printf(&u, "speedup %.2fx vs %s%s\n", f->speedup, f->baseline ? f->baseline : "baseline",
-                       f->emulated ? " (icount, emulated)" : "");
+                       f->emulated ? " (vcost, emulated)" : "");
         if (f->text)
             buf_printf(&u, "%.*s\n", CTX_FEEDBACK_MAX_BYTES, f->text);
     }

@@ -370,7 +370,7 @@ static void outcome_phrase(const struct out_row *o, char *dst, size_t cap)
         snprintf(dst, cap, "no outcome recorded");
     } else if (strcmp(o->status, "pass") == 0 && o->speedup > 0) {
         int w = snprintf(dst, cap, "pass %.2fx vs %s%s", o->speedup, o->baseline,
-                         o->emulated ? " (icount)" : "");
+                         o->emulated ? " (vcost)" : "");
         if (o->share > 0 && w > 0 && (size_t)w < cap)
             snprintf(dst + w, cap - (size_t)w, ", %.0f%% of roofline", 100 * o->share);
     } else if (o->reason[0]) {
@@ -403,7 +403,7 @@ static double speed_factor(const struct out_row *o, double best_share)
     if (o->share > 0)
         f = 0.5 + (o->share > 1 ? 1 : o->share);
     else
-        f = 0.75; /* emulated or unmeasured: only the icount/time ratio */
+        f = 0.75; /* emulated or unmeasured: only the vcost/time ratio */
     if (best_share > 0 && o->share > 0 && o->share <= best_share)
         f *= 0.5; /* we are already there */
     return f;

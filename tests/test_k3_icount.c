@@ -102,25 +102,34 @@ static int write_instance(const char *dir, const char *file, enum plat_op op)
     return rc;
 }
 
+/* Skip (saying why) without clang-19, qemu-riscv64 or the plugin; else find
+ * the plugin (plugin[1024]) and write text as dir/file in a fresh dir[1024]
+ * named sub under the test's temp dir. */
+static void guest_setup(const char *sub, const char *file, const char *text, char *plugin, char *dir)
+{
+    char cmd[2200];
+    if (system("command -v clang-19 >/dev/null && command -v qemu-riscv64 >/dev/null") != 0 ||
+        k3_icount_plugin_find(NULL, plugin, 1024) != 0) {
+        print_message("skip: clang-19, qemu-riscv64 or %s missing\n", K3_ICOUNT_PLUGIN_NAME);
+        skip();
+    }
+    const char *tmp = getenv("KOPE_TEST_TMP");
+    snprintf(dir, 1024, "%s/%s", tmp && *tmp ? tmp : ".", sub);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s/%s", dir, file);
+    FILE *f = fopen(cmd, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+}
+
 static void test_counts_kernel_only_and_repeatable(void **state)
 {
     (void)state;
     char plugin[1024], dir[1024], cmd[8192], err[512];
-    if (system("command -v clang-19 >/dev/null && command -v qemu-riscv64 >/dev/null") != 0 ||
-        k3_icount_plugin_find(NULL, plugin, sizeof plugin) != 0) {
-        print_message("skip: clang-19, qemu-riscv64 or %s missing\n", K3_ICOUNT_PLUGIN_NAME);
-        skip();
-    }
+    guest_setup("ic", "main.c", guest_main, plugin, dir);
     const char *root = test_src_root(); /* $KOPE_SRC: $KOPE_BIN is a wrapper when cross-testing */
-    const char *tmp = getenv("KOPE_TEST_TMP");
-    snprintf(dir, sizeof dir, "%s/ic", tmp && *tmp ? tmp : ".");
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
-    assert_int_equal(system(cmd), 0);
-    snprintf(cmd, sizeof cmd, "%s/main.c", dir);
-    FILE *f = fopen(cmd, "w");
-    assert_non_null(f);
-    fputs(guest_main, f);
-    assert_int_equal(fclose(f), 0);
     assert_int_equal(write_instance(dir, "add.c", PLAT_OP_ADD), 0);
     assert_int_equal(write_instance(dir, "exp.c", PLAT_OP_EXP), 0);
     assert_int_equal(write_instance(dir, "gemm.c", PLAT_OP_GEMM), 0);
@@ -225,20 +234,7 @@ static void test_vcost_model(void **state)
 {
     (void)state;
     char plugin[1024], dir[1024], cmd[4096], err[512];
-    if (system("command -v clang-19 >/dev/null && command -v qemu-riscv64 >/dev/null") != 0 ||
-        k3_icount_plugin_find(NULL, plugin, sizeof plugin) != 0) {
-        print_message("skip: clang-19, qemu-riscv64 or %s missing\n", K3_ICOUNT_PLUGIN_NAME);
-        skip();
-    }
-    const char *tmp = getenv("KOPE_TEST_TMP");
-    snprintf(dir, sizeof dir, "%s/vc", tmp && *tmp ? tmp : ".");
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
-    assert_int_equal(system(cmd), 0);
-    snprintf(cmd, sizeof cmd, "%s/model.c", dir);
-    FILE *f = fopen(cmd, "w");
-    assert_non_null(f);
-    fputs(model_main, f);
-    assert_int_equal(fclose(f), 0);
+    guest_setup("vc", "model.c", model_main, plugin, dir);
     snprintf(cmd, sizeof cmd, "cd '%s' && " RV_CC " -O2 -static model.c -o model", dir);
     assert_int_equal(system(cmd), 0);
     char guest[1200];
