@@ -15,6 +15,8 @@ export KOPE_SRC
 # they start; a wrapper gives them one path to exec.
 if [ -n "${RUNNER:-}" ] && [ -n "${KOPE_BIN:-}" ]; then
   wrap_dir=$(mktemp -d "${TMPDIR:-/tmp}/kope-runner.XXXXXX")
+  # readable by all: test_hints runs kope as nobody (setpriv) in a read-only folder
+  chmod 755 "$wrap_dir"
   printf '#!/bin/sh\nexec %s %s "$@"\n' "$RUNNER" "$KOPE_BIN" > "$wrap_dir/kope"
   chmod +x "$wrap_dir/kope"
   export KOPE_BIN_TARGET=$KOPE_BIN KOPE_BIN=$wrap_dir/kope
