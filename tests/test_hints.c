@@ -144,6 +144,13 @@ static void test_read_only_folder(void **state)
             skip();
         }
         as = "setpriv --reuid=65534 --regid=65534 --clear-groups";
+        /* a checkout under a private folder (e.g. /root) is not reachable
+         * for nobody: then this case cannot be shown here; say so */
+        if (run_cmd(NULL, 0, "%s %s --version >/dev/null 2>&1", as, kope_bin()) != 0) {
+            print_message("skip: the user nobody cannot run %s (a folder above it is private): "
+                          "cannot show a read-only folder as root here\n", kope_bin());
+            skip();
+        }
     }
     sh("mkdir -p ro && cd ro && $K init >/dev/null && $K run --task silu-4864 --offline --budget 1 "
        ">/dev/null 2>&1; cd .. && chmod 755 . && chmod 555 ro && chmod 644 ro/kope.db");
