@@ -25,13 +25,18 @@ BUILD     := build/$(ARCH)$(SUFFIX)
 # clang-19 on the development machine; on a board whatever clang it has
 CLANG     ?= $(if $(shell command -v clang-19 2>/dev/null),clang-19,clang)
 QEMU_RV   := qemu-riscv64 -cpu rv64,v=true,vlen=256,elen=64,vext_spec=v1.0,zba=true,zbb=true,zbs=true
+# KOPE_ISA: the instruction set the build targets, for `kope version` (the
+# compiler's baseline where no -march is given)
+RV_MARCH  := rv64gcv_zba_zbb_zbs
 ifeq ($(ARCH),x86_64)
+  KOPE_ISA := x86-64
   ifneq ($(HOST_ARCH),x86_64)
     CC    := $(CLANG) --target=x86_64-linux-gnu
   endif
   RUNNER  := qemu-x86_64
 else ifeq ($(ARCH),riscv64)
-  CC      := $(CLANG) --target=riscv64-linux-gnu -march=rv64gcv_zba_zbb_zbs -mabi=lp64d
+  CC      := $(CLANG) --target=riscv64-linux-gnu -march=$(RV_MARCH) -mabi=lp64d
+  KOPE_ISA := $(RV_MARCH)
   RUNNER  := $(QEMU_RV) -L /usr/riscv64-linux-gnu
   # platform/hostcheck.c must run on a core without V to say why kope stops
   # and answers --version itself on a core without V (main may be vectorised)
@@ -39,6 +44,7 @@ else ifeq ($(ARCH),riscv64)
                       -DKOPE_HOSTCHECK_VERSION='"$(shell sed -n 's/^\#define KOPE_VERSION "\(.*\)"/\1/p' core/version.h)"'
 else ifeq ($(ARCH),aarch64)
   CC      := $(CLANG) --target=aarch64-linux-gnu
+  KOPE_ISA := armv8-a
   RUNNER  := qemu-aarch64 -L /usr/aarch64-linux-gnu
 else
   $(error ARCH=$(ARCH) is not supported: use x86_64, riscv64 or aarch64)
@@ -55,7 +61,7 @@ WARN      := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
              -Wpointer-arith -Wformat=2 -Wno-unused-parameter
 FINAL_CFLAGS  = -std=c11 -D_GNU_SOURCE $(WARN) -MMD -MP -I. -isystem $(SYSROOT)/include \
                 -ffunction-sections -fdata-sections \
-                -DKOPE_ARCH=\"$(ARCH)\" $(CFLAGS)
+                -DKOPE_ARCH=\"$(ARCH)\" -DKOPE_ISA=\"$(KOPE_ISA)\" $(CFLAGS)
 FINAL_LDFLAGS = -L$(SYSROOT)/lib -Wl,--gc-sections $(ARCH_LDFLAGS) $(LDFLAGS)
 ifneq ($(SANITIZER),)
   FINAL_CFLAGS  += -fsanitize=$(SANITIZER) -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -67,8 +73,8 @@ endif
 LIBS      := -lcurl -lmbedtls -lmbedx509 -lmbedcrypto -lsqlite3 -lcjson -lopenblas -lpthread -lm
 
 # Sources: every .c of a module folder belongs to libkope, except main.
-MODULES   := core store net platform platform/k3 platform/ascend
-LIB_SRC   := $(filter-out core/main.c,$(foreach m,$(MODULES),$(wildcard $(m)/*.c)))
+MODULES   := core core/graph core/task core/context core/agent core/cli store net platform platform/k3 platform/ascend
+LIB_SRC   := $(filter-out core/cli/main.c,$(foreach m,$(MODULES),$(wildcard $(m)/*.c)))
 EMBED_SRC := $(shell find platform/k3/embed platform/ascend/embed core/knowledge suites -type f 2>/dev/null | LC_ALL=C sort)
 # --- platform/k3 (issue 3): candidates and the harness include the kernel ABI,
 # so the binary carries it too (written next to the harness at build time).
@@ -91,8 +97,11 @@ host-tools:
 	$(Q)bash cross/host-tools.sh
 
 # A sysroot is rebuilt only when cross/deps.sh changes (it keeps its own stamp).
+# flock: two builds sharing one deps folder (worktrees, a second shell) wait
+# for each other instead of both writing one sysroot at once.
 $(DEPS_DIR)/sysroot-%/.stamp: cross/deps.sh cross/deps-probe.c | host-tools
-	$(Q)ARCH=$* W=$(CURDIR)/$(DEPS_DIR) bash cross/deps.sh
+	$(Q)mkdir -p $(DEPS_DIR) && ARCH=$* W=$(CURDIR)/$(DEPS_DIR) \
+	    flock $(DEPS_DIR)/.lock-sysroot-$* bash cross/deps.sh
 	@touch $@ # deps.sh left an up-to-date sysroot alone: make should know it is current
 deps: $(DEPS_STAMP)
 # Every sysroot, each with its probe run (under qemu for the cross ones).
@@ -107,6 +116,14 @@ $(BUILD)/obj/%.o: %.c $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(FINAL_CFLAGS) -c $< -o $@
+
+# `kope version` names the OpenBLAS the K3 harness links (the riscv64
+# sysroot's, whatever kope's own ARCH; kope itself links none of it): its
+# version and TARGET from that sysroot's VERSIONS file, at build time.
+RV_VERSIONS := $(DEPS_DIR)/sysroot-riscv64/VERSIONS
+$(BUILD)/obj/core/cli/main.o: $(DEPS_DIR)/sysroot-riscv64/.stamp
+$(BUILD)/obj/core/cli/main.o: FINAL_CFLAGS += -DKOPE_OPENBLAS='"$(strip $(shell \
+    sed -n 's/^openblas-//p; s/^openblas TARGET=/TARGET=/p' $(RV_VERSIONS) 2>/dev/null | tr '\n' ' '))"'
 
 $(BUILD)/obj/platform/hostcheck.o: platform/hostcheck.c $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
@@ -124,13 +141,17 @@ $(BUILD)/obj/gen/embed.o: $(BUILD)/gen/embed.c
 $(BUILD)/libkope.a: $(LIB_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/kope: $(BUILD)/obj/core/main.o $(BUILD)/libkope.a
+$(BUILD)/kope: $(BUILD)/obj/core/cli/main.o $(BUILD)/libkope.a
 	@echo "  LINK    $@"
 	$(Q)$(CC) $(FINAL_CFLAGS) $< $(BUILD)/libkope.a $(FINAL_LDFLAGS) $(LIBS) -o $@
 
 # Test programs link cmocka built for the same ARCH from trixie's source
 # (cross/cmocka.sh), so the suite runs on riscv64 and aarch64 under qemu too.
 TESTROOT := $(DEPS_DIR)/testroot-$(ARCH)
+# Stamps reached only through pattern rules are "intermediate" to make, which
+# deletes them after the run (and then re-runs the recipes in the shared
+# build/deps next time): keep them.
+.PRECIOUS: $(DEPS_DIR)/testroot-%/.stamp $(DEPS_DIR)/sysroot-%/.stamp
 $(DEPS_DIR)/testroot-%/.stamp: cross/cmocka.sh $(DEPS_DIR)/sysroot-%/.stamp
 	$(Q)ARCH=$* W=$(CURDIR)/$(DEPS_DIR) bash cross/cmocka.sh
 	@touch $@
@@ -141,7 +162,9 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/libkope.a $(wildcard tests/*.h) $(TESTROOT)
 	    $(FINAL_LDFLAGS) $(LIBS) $(TESTROOT)/lib/libcmocka.a -o $@
 
 # --- net/ tests (issue 4): the loopback TLS server they #include.
-$(BUILD)/tests/test_llm $(BUILD)/tests/test_cli_llm $(BUILD)/tests/test_agent_llm: tests/tls_server.c
+$(BUILD)/tests/test_llm $(BUILD)/tests/test_cli_llm $(BUILD)/tests/test_agent_llm $(BUILD)/tests/test_ascend_run: tests/tls_server.c
+# ... and the check that `kope context` is what a run sends.
+$(BUILD)/tests/test_agent_llm $(BUILD)/tests/test_ascend_run: tests/context_check.c
 
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libkope.a
 	@mkdir -p $(dir $@)
@@ -182,11 +205,42 @@ $(ICOUNT_SO): platform/k3/qemu/icount_plugin.c cross/qemu-plugin.sh
 	@echo "  PLUGIN  $@"
 	$(Q)W=$(CURDIR)/$(DEPS_DIR) bash cross/qemu-plugin.sh $@ $<
 
+# ---- libFuzzer targets (tests/fuzz_*.c: the parsers of outside bytes) ----
+# `make fuzz` builds each against a libkope instrumented for coverage and
+# ASan+UBSan (clang with compiler-rt: Debian's libclang-rt-19-dev);
+# `make fuzz-run FUZZ_SECONDS=60` runs each that long on its own corpus in
+# build/x86_64-fuzz/. Not part of `make test`: a fuzz run is open-ended.
+FUZZ_SAN   := fuzzer-no-link,address,undefined
+FUZZ_BUILD := build/$(ARCH)-$(subst $(comma),-,$(FUZZ_SAN))
+FUZZ_SRC   := $(wildcard tests/fuzz_*.c)
+FUZZ_BIN   := $(FUZZ_SRC:tests/%.c=build/$(ARCH)-fuzz/%)
+FUZZ_SECONDS ?= 60
+.PHONY: fuzz fuzz-run
+fuzz: $(FUZZ_BIN)
+ifneq ($(BUILD),$(FUZZ_BUILD)) # the sub-make builds it with the rule above
+$(FUZZ_BUILD)/libkope.a: FORCE
+	$(Q)$(MAKE) --no-print-directory CC=$(CLANG) SANITIZER=$(FUZZ_SAN) $@
+endif
+build/$(ARCH)-fuzz/%: tests/%.c $(FUZZ_BUILD)/libkope.a
+	@mkdir -p $(dir $@)
+	@echo "  FUZZ    $@"
+	$(Q)$(CLANG) -g -O1 -std=c11 -D_GNU_SOURCE -I. -isystem $(SYSROOT)/include \
+	    -fsanitize=fuzzer,address,undefined $< $(FUZZ_BUILD)/libkope.a $(FINAL_LDFLAGS) $(LIBS) -o $@
+fuzz-run: fuzz
+	$(Q)for f in $(FUZZ_BIN); do mkdir -p $$f.corpus && echo "  RUN     $$f ($(FUZZ_SECONDS) s)" && \
+	    $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $$f.corpus > $$f.log 2>&1 || \
+	    { tail -30 $$f.log; exit 1; }; done; echo "fuzz: $(words $(FUZZ_BIN)) targets, no crash"
+.PHONY: FORCE
+FORCE:
+
 # ---- the board VM (issue 13): a whole riscv64 Linux machine with RVV 1.0 ---
 # `make board-vm` builds (or reuses) the image from Debian's trixie packages
 # (cross/board-vm.sh; cached in build/board-vm, rebuilt when the script
 # changes). `make test-board` boots it and runs the riscv64 kope natively
-# inside (tests/board/run.sh); BOARD_SMOKE=1 runs the CI subset.
+# inside (tests/board/run.sh); BOARD_SMOKE=1 runs the CI subset. The riscv64
+# test programs run natively in it: a subset (BOARD_PROGRAMS, default in
+# tests/board/run.sh; BOARD_PROGRAMS=all for every one) within BOARD_BUDGET
+# seconds (default 1800); all are built, cross-building them takes seconds.
 BOARD_TESTS := $(patsubst tests/%.c,build/riscv64/tests/%,$(wildcard tests/test_*.c tests/board/test_*.c))
 .PHONY: board-vm test-board
 board-vm:
@@ -194,12 +248,13 @@ board-vm:
 	$(Q)nice -n 10 bash cross/board-vm.sh image
 test-board: board-vm
 	$(Q)$(MAKE) --no-print-directory ARCH=riscv64 build/riscv64/kope $(if $(BOARD_SMOKE),build/riscv64/tests/board/test_board_seccomp,$(BOARD_TESTS))
-	$(Q)$(MAKE) --no-print-directory ARCH=x86_64 build/x86_64/kope
-	$(Q)BOARD_SMOKE=$(BOARD_SMOKE) bash tests/board/run.sh
+	$(Q)$(MAKE) --no-print-directory ARCH=x86_64 build/x86_64/kope build/x86_64/bench/graph
+	$(Q)BOARD_SMOKE=$(BOARD_SMOKE) BOARD_PROGRAMS="$(BOARD_PROGRAMS)" BOARD_BUDGET=$(BOARD_BUDGET) \
+	    BOARD_PROG_TIMEOUT=$(BOARD_PROG_TIMEOUT) bash tests/board/run.sh
 
 clean:
 	rm -rf build/x86_64* build/riscv64* build/aarch64*
 distclean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(BUILD)/obj/core/main.d
+-include $(LIB_OBJ:.o=.d) $(BUILD)/obj/core/cli/main.d

@@ -18,13 +18,25 @@
  *      starts from the graph's best and measures only new points, so its
  *      best ratio is >= run 1's (step 2) on every task, and strictly better
  *      where run 1 did not exhaust the tuning space and a better point exists;
+ *   5. sweep: the held-out half once more in store A with a budget larger
+ *      than any tuning space (SWEEP_TRIALS): every valid point not measured
+ *      yet is measured, so each task's best is its space's best. That says
+ *      where a better point than run 1's existed at all: step 4's "strictly
+ *      better" is counted on those tasks, and how many of them run 2 solved;
  *
  * with the same number of trials per task in 2 and 3 (matched compute).
  * Printed per condition: pass rate, mean trials to the first passing kernel,
- * mean trials to the best kernel, mean best icount ratio vs autovec-O3
- * (emulated: instruction counts, exactly repeatable); then the ratios
+ * mean trials to the best kernel, mean best ratio vs autovec-O3 (emulated:
+ * the vector-cost model over instruction counts, exactly repeatable); then the ratios
  * no-memory / memory for the trials to best (target >= 2x) and memory /
  * no-memory for the best ratio (target >= 1).
+ *
+ * Last, the tuner's LMUL choices per family before and after the vector-cost
+ * model, over the points the memory runs (steps 2 and 4) measured on each
+ * held-out task: the best by the raw instruction count (how the tuner
+ * ranked before vcost: LMUL was free) and the best by the target's rank
+ * (vcost now). Same points, so the difference is the ranking alone (the
+ * search itself followed vcost).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,13 +46,15 @@
 
 #include <cJSON.h>
 
-#include "core/agent.h"
-#include "core/graph.h"
-#include "core/task.h"
+#include "core/agent/agent.h"
+#include "core/graph/graph.h"
+#include "core/task/task.h"
 #include "platform/embed.h"
 #include "store/store.h"
 
 #define MAX_HELD 256
+#define N_LMUL 4 /* LMUL 1, 2, 4, 8 */
+#define SWEEP_TRIALS 64 /* more than any k3 template's valid points (docs/K3-KERNELS.md) */
 
 struct cond {
     const char *name;
@@ -49,6 +63,7 @@ struct cond {
     int best_at[MAX_HELD];      /* per held-out task, suite order */
     int trials_at[MAX_HELD];    /* trials made in this run */
     double ratio_at[MAX_HELD];  /* the task's best ratio reported */
+    char name_at[MAX_HELD][PLAT_NAME_MAX];
 };
 
 static int write_half(const char *path, const cJSON *tasks, int half, double max_bytes, int *n)
@@ -134,18 +149,95 @@ static int run(struct graph *g, const char *suite, int trials, int no_memory, st
                 c->best_at[c->n] = r->best_trial;
                 c->trials_at[c->n] = r->trials;
                 c->ratio_at[c->n] = r->speedup;
+                snprintf(c->name_at[c->n], sizeof c->name_at[c->n], "%s", r->name);
             }
             c->n++;
             c->passed += r->passed;
             c->first_pass += r->first_pass;
             c->best_trial += r->best_trial;
             c->ratio += r->speedup;
-            printf("  %-10s %-28s pass %d first %d best@%d %.2fx %s\n", c->name, r->name, r->passed,
-                   r->first_pass, r->best_trial, r->speedup, r->best_label);
+            printf("  %-10s %-28s pass %d first %d best@%d %.2fx trials %d %s\n", c->name, r->name, r->passed,
+                   r->first_pass, r->best_trial, r->speedup, r->trials, r->best_label);
             fflush(stdout);
         }
     }
     agent_summary_free(&s);
+    return 0;
+}
+
+/* The LMUL of a template point's label ("exp LMUL=4 UNROLL=2"); 0 = none
+ * (a seed, or an op whose template has no LMUL). */
+static int label_lmul(const char *label)
+{
+    const char *p = label ? strstr(label, "LMUL=") : NULL;
+    return p ? atoi(p + 5) : 0;
+}
+
+static int lmul_slot(int lmul)
+{
+    return lmul == 1 ? 0 : lmul == 2 ? 1 : lmul == 4 ? 2 : lmul == 8 ? 3 : -1;
+}
+
+/* Per family, how many held-out tasks' best point has LMUL 1/2/4/8, when the
+ * points measured in g are ranked by icount (lowest kernel count: the
+ * baselines are the same within a task) and by the target's rank (vcost). */
+static int lmul_table(struct graph *g, const char *suite_path)
+{
+    struct task_suite s;
+    char err[512];
+    if (task_suite_load(suite_path, &s, err, sizeof err)) {
+        fprintf(stderr, "ablation: %s\n", err);
+        return -1;
+    }
+    int hist[2][PLAT_FAM_COUNT][N_LMUL] = {{{0}}}, changed = 0, n = 0;
+    for (size_t i = 0; i < s.n_tasks; i++) {
+        uint8_t id[32];
+        struct graph_tree t;
+        if (graph_task_find(g, s.tasks[i].t.name, id) || graph_tree_load(g, id, &t))
+            continue;
+        int by_rank = graph_tree_best(&t), by_icount = -1;
+        double best_ic = 0;
+        for (size_t k = 0; k < t.n; k++) {
+            const struct graph_node *nd = &t.nodes[k];
+            if (!nd->has_outcome || !graph_outcome_verified(&nd->out, t.task.target))
+                continue;
+            const cJSON *ic = cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(nd->out.json, "body"), "icount");
+            if (cJSON_IsNumber(ic) && ic->valuedouble > 0 && (by_icount < 0 || ic->valuedouble < best_ic)) {
+                by_icount = (int)k;
+                best_ic = ic->valuedouble;
+            }
+        }
+        int fam = (int)s.tasks[i].t.family, l[2] = {0, 0};
+        for (int w = 0; w < 2; w++) {
+            int k = w ? by_rank : by_icount;
+            if (k < 0)
+                continue;
+            const cJSON *pl = cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(t.nodes[k].dec.json, "body"), "params");
+            l[w] = label_lmul(cJSON_IsString(pl) ? pl->valuestring : NULL);
+            int sl = lmul_slot(l[w]);
+            if (sl >= 0 && fam >= 0 && fam < PLAT_FAM_COUNT)
+                hist[w][fam][sl]++;
+        }
+        if (by_rank >= 0 && by_icount >= 0) {
+            n++;
+            if (l[0] != l[1]) {
+                changed++;
+                printf("  LMUL changed: %-28s icount picks LMUL %d, vcost picks LMUL %d\n", s.tasks[i].t.name,
+                       l[0], l[1]);
+            }
+        }
+        graph_tree_free(&t);
+    }
+    printf("\nLMUL chosen per family over the memory runs' measured points (tasks at LMUL 1/2/4/8),\n"
+           "ranked by icount (before the model) -> by vcost (the tuner now); %d of %d tasks changed:\n",
+           changed, n);
+    for (int f = 0; f < PLAT_FAM_COUNT; f++)
+        printf("  %-12s %d/%d/%d/%d -> %d/%d/%d/%d\n", plat_family_name((enum plat_family)f), hist[0][f][0],
+               hist[0][f][1], hist[0][f][2], hist[0][f][3], hist[1][f][0], hist[1][f][1], hist[1][f][2],
+               hist[1][f][3]);
+    task_suite_free(&s);
     return 0;
 }
 
@@ -183,7 +275,7 @@ int main(int argc, char **argv)
         return 1;
     struct cond *cs[2] = {&mem, &nomem};
     printf("\n%-10s %-10s %-16s %-16s %s\n", "condition", "pass rate", "trials to pass", "trials to best",
-           "best ratio (icount vs autovec-O3, emulated)");
+           "best ratio (vcost vs autovec-O3, emulated)");
     for (int i = 0; i < 2; i++) {
         struct cond *c = cs[i];
         double n = c->n ? c->n : 1;
@@ -224,6 +316,33 @@ int main(int argc, char **argv)
     printf("cross-run: mean best ratio run 1 %.2fx, run 2 %.2fx; run 2 >= run 1 on %d/%d tasks; strictly "
            "better on %d of the %d tasks run 1 did not finish exploring\n",
            mem.ratio / (mem.n ? mem.n : 1), run2.ratio / (run2.n ? run2.n : 1), ge, n2, better, open_n);
+    if (lmul_table(&ga, held))
+        return 1;
+
+    /* 5. where was there anything better to find? measure the rest of every space */
+    static struct cond sweep = {.name = "sweep"};
+    printf("\nsweep: the held-out half's remaining tuning points in the same store...\n");
+    fflush(stdout);
+    if (run(&ga, held, SWEEP_TRIALS, 0, &sweep))
+        return 1;
+    int room = 0, room_better = 0, room_solved = 0, new2 = 0, at_best1 = 0;
+    for (int i = 0; i < n2 && i < sweep.n && i < MAX_HELD; i++) {
+        new2 += run2.trials_at[i];
+        /* 1e-9 relative: ratios of identical counts are equal, not "better" */
+        int better_exists = sweep.ratio_at[i] > mem.ratio_at[i] * (1 + 1e-9);
+        at_best1 += !better_exists;
+        if (better_exists) {
+            room++;
+            room_better += run2.ratio_at[i] > mem.ratio_at[i] * (1 + 1e-9);
+            room_solved += run2.ratio_at[i] >= sweep.ratio_at[i] * (1 - 1e-9);
+        }
+        printf("  %-28s run1 %.3fx run2 %.3fx space best %.3fx; new points run2 %d, sweep %d\n", mem.name_at[i],
+               mem.ratio_at[i], run2.ratio_at[i], sweep.ratio_at[i], run2.trials_at[i], sweep.trials_at[i]);
+    }
+    printf("sweep: run 1 already had its space's best on %d/%d tasks; a better point existed on %d: run 2 "
+           "was strictly better on %d of them and reached the space's best on %d (run 2 measured %d new "
+           "points in all)\n",
+           at_best1, n2, room, room_better, room_solved, new2);
     graph_free(&ga);
     graph_free(&gb);
     store_close(sa);

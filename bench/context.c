@@ -25,10 +25,10 @@
 
 #include <cJSON.h>
 
-#include "core/context.h"
+#include "core/context/context.h"
 #include "core/err.h"
-#include "core/graph.h"
-#include "core/retrieve.h"
+#include "core/graph/graph.h"
+#include "core/context/retrieve.h"
 #include "core/util.h"
 #include "store/store.h"
 #include "tests/context_fixture.h"

@@ -143,6 +143,28 @@ for a in x86_64 riscv64 aarch64; do
   fi
 done
 
+# --- riscv64 read on the board VM's own kernel (no emulator in the process)
+# `make test-board` (tests/board/guest.sh) leaves build/board-run/footprint.txt:
+# wait4's peak RSS of kope --version and of graph stats on the same kind of
+# 100,000-record store, and the agent's own peak during `kope run`
+# (KOPE_RUSAGE), all measured by the guest Linux kernel.
+FP=$B/board-run/footprint.txt
+printf '\n== riscv64 on the board VM (peak RSS read by the guest kernel, not estimated)\n'
+if [ -s "$FP" ]; then
+  awk -v when="$(date -u -r "$FP" +%FT%TZ)" '
+    { v[$1] = $2 }
+    function mb(k) { return v[k] / 1024 }
+    function met(k, t) { return v[k] <= t * 1024 ? "met" : "NOT met" }
+    END {
+      printf "  kope --version          %6.2f MB   (target <= 2 MB: %s)\n", mb("version_kib"), met("version_kib", 2)
+      printf "  kope graph stats (100k) %6.2f MB   (target <= 8 MB: %s)\n", mb("stats100k_kib"), met("stats100k_kib", 8)
+      printf "  kope run (agent only)   %6.2f MB   (target <= 8 MB: %s)\n", mb("run_agent_kib"), met("run_agent_kib", 8)
+      printf "  (from make test-board, %s; compare the guest est. lines above)\n", when
+    }' "$FP"
+else
+  echo "  not measured: run \`make test-board\` first (it writes $FP)"
+fi
+
 printf '\nstart-up\n'
 "$RSS" -n 50 -q -- "$B/x86_64/kope" --version | awk '{printf "  x86_64 kope --version: median %.2f ms, min %.2f ms over %d runs (target < 5 ms: %s)\n", $4, $6, $8, ($4 < 5 ? "met" : "NOT met")}'
 PLUGIN=$B/x86_64/libkope-icount.so

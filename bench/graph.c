@@ -31,7 +31,7 @@
 #include <sqlite3.h>
 
 #include "core/err.h"
-#include "core/graph.h"
+#include "core/graph/graph.h"
 #include "core/util.h"
 #include "store/store.h"
 

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,6 +43,18 @@ static double now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* CPU time of every finished child process (kope waits for each harness
+ * run, each run for its processes): under load from other builds wall time
+ * is mostly waiting for a core, CPU time is what a run itself costs. */
+static double children_cpu_ms(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_CHILDREN, &ru) != 0)
+        return 0;
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -134,10 +147,11 @@ int main(int argc, char **argv)
     double *cc = calloc((size_t)n, sizeof *cc), *plain = calloc((size_t)n, sizeof *plain);
     double *ver = calloc((size_t)n, sizeof *ver), *mea = calloc((size_t)n, sizeof *mea);
     double *bare = calloc((size_t)n, sizeof *bare), *noiso = calloc((size_t)n, sizeof *noiso);
+    double *cpu = calloc((size_t)n, sizeof *cpu);
     unsigned long long *ic = calloc((size_t)n, sizeof *ic);
     struct plat_verify *v = malloc(sizeof *v);
     struct plat_measure *m = malloc(sizeof *m);
-    if (!cc || !plain || !ver || !mea || !bare || !noiso || !ic || !v || !m)
+    if (!cc || !plain || !ver || !mea || !bare || !noiso || !cpu || !ic || !v || !m)
         return 1;
     int have_icount = 1;
     for (int i = 0; i < n; i++) {
@@ -152,6 +166,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "the plain-compile baseline failed: %s\n", cmd);
             return 1;
         }
+        double c0 = children_cpu_ms();
         t0 = now_ms();
         if (platform_verify(p, &t, &b, v) || !v->pass) {
             fprintf(stderr, "verify failed: %s\n", v->detail);
@@ -164,6 +179,7 @@ int main(int argc, char **argv)
             return 1;
         }
         mea[i] = now_ms() - t0;
+        cpu[i] = children_cpu_ms() - c0;
         ic[i] = m->icount;
         /* the same two runs without the isolation layers */
         p->set.flags |= PLAT_SET_UNSAFE_NO_ISOLATION;
@@ -189,15 +205,17 @@ int main(int argc, char **argv)
         platform_build_free(p, &b);
     }
     double mc = median(cc, n), mp = median(plain, n), mv = median(ver, n), mm = median(mea, n);
-    double mb = median(bare, n);
+    double mb = median(bare, n), mcpu = median(cpu, n);
     printf("\n  compile per candidate:     %7.0f ms  vs plain `cc -c` of the same file %5.0f ms"
            "  -> %.2fx\n", mc, mp, mp > 0 ? mc / mp : 0);
-    printf("  verify per candidate:      %7.0f ms  (%d cases + reseeded re-check, a kernel process each)\n", mv,
-           v->n_cases);
-    printf("  measure per candidate:     %7.0f ms  (pre-check, candidate + %d baselines timed, "
-           "every sample checked, post-check, counted calls)\n", mm, m->n_baselines);
+    printf("  verify per candidate:      %7.0f ms  (%d cases + reseeded re-check, one kernel process)\n",
+           mv, v->n_cases);
+    printf("  measure per candidate:     %7.0f ms  (counted call, candidate + %d baselines timed, "
+           "every sample checked, post-check)\n", mm, m->n_baselines);
     printf("  loop overhead excl. compile: %5.0f ms  vs bare runner start %5.1f ms -> %.1fx%s\n",
            mv + mm, mb, mb > 0 ? (mv + mm) / mb : 0, d.emulated ? "  (emulated)" : "");
+    printf("  verify+measure CPU time:   %7.1f ms  (user+system of every process of the two runs)\n",
+           mcpu);
     double mn = median(noiso, n);
     printf("  isolation cost:            %7.0f ms verify+measure isolated vs %5.0f ms without "
            "(PLAT_SET_UNSAFE_NO_ISOLATION) -> %.2fx\n", mv + mm, mn, mn > 0 ? (mv + mm) / mn : 0);
@@ -213,7 +231,8 @@ int main(int argc, char **argv)
     } else {
         printf("  icount repeatability:      no icount plugin loaded (not measured)\n");
     }
-    free(cc); free(plain); free(ver); free(mea); free(bare); free(noiso); free(ic); free(v); free(m);
+    free(cc); free(plain); free(ver); free(mea); free(bare); free(noiso); free(cpu); free(ic); free(v);
+    free(m);
     platform_close(p);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/task.h"
+#include "core/task/task.h"
 #include "platform/k3/k3_templates.h"
 #include "platform/platform.h"
 
@@ -53,7 +53,7 @@ int main(int argc, char **argv)
         const struct k3_template *tp = k3_template_for(t->op);
         int pt[K3_PARAM_MAX];
         char label[128];
-        k3_point_default(tp, pt);
+        plat_point_default(&tp->sp, pt);
         k3_point_label(tp, pt, label, sizeof label);
         size_t len = 0;
         char *src = k3_point_source(tp, pt, &len);

@@ -29,8 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/bestpeer.h"
-#include "core/task.h"
+#include "core/agent/bestpeer.h"
+#include "core/task/task.h"
 #include "platform/k3/k3_templates.h"
 #include "platform/platform.h"
 
@@ -45,8 +45,8 @@ struct point {
 
 static int lmul_of(const struct k3_template *t, const int *v)
 {
-    for (int i = 0; i < K3_PARAM_MAX && t->params[i].name; i++)
-        if (strcmp(t->params[i].name, "LMUL") == 0)
+    for (int i = 0; i < K3_PARAM_MAX && t->sp.params[i].name; i++)
+        if (strcmp(t->sp.params[i].name, "LMUL") == 0)
             return v[i];
     return 0;
 }
@@ -219,9 +219,9 @@ int main(int argc, char **argv)
         seen[t->op] = 1;
         const struct k3_template *tp = k3_template_for(t->op);
         int n = 0, bi = -1, bv = -1;
-        for (size_t idx = 0; idx < k3_template_space_size(tp) && n < MAX_POINTS; idx++) {
+        for (size_t idx = 0; idx < plat_space_size(&tp->sp) && n < MAX_POINTS; idx++) {
             struct point *pt = &pts[n];
-            if (k3_template_point(tp, idx, pt->v) != 1)
+            if (plat_space_point(&tp->sp, idx, pt->v) != 1)
                 continue;
             k3_point_label(tp, pt->v, pt->label, sizeof pt->label);
             pt->ok = measure_point(pq, t, tp, pt->v, m) == 0;
@@ -286,11 +286,11 @@ int main(int argc, char **argv)
         for (int j = 0; j < 3; j++) {
             int v[K3_PARAM_MAX];
             char label[128];
-            k3_point_default(tp, v);
-            for (int q = 0; q < K3_PARAM_MAX && tp->params[q].name; q++)
-                if (strcmp(tp->params[q].name, "LMUL") == 0)
+            plat_point_default(&tp->sp, v);
+            for (int q = 0; q < K3_PARAM_MAX && tp->sp.params[q].name; q++)
+                if (strcmp(tp->sp.params[q].name, "LMUL") == 0)
                     v[q] = fam_ops[k].lmul[j];
-            if (!k3_point_valid(tp, v))
+            if (!plat_point_valid(&tp->sp, v))
                 continue;
             k3_point_label(tp, v, label, sizeof label);
             vc[j] = measure_point(pq, t, tp, v, m) == 0 ? (double)m->vcost : 0;

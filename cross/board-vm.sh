@@ -90,7 +90,8 @@ image() {
   cp "$R/usr/share/base-passwd/passwd.master" "$R/etc/passwd"
   cp "$R/usr/share/base-passwd/group.master" "$R/etc/group"
   [ -e "$R/usr/bin/sh" ] || ln -s dash "$R/usr/bin/sh"
-  ln -sf gcc "$R/usr/bin/cc"
+  ln -sf gcc "$R/usr/bin/cc"              # alternatives no postinst set up
+  ln -sf gawk "$R/usr/bin/awk"
   ln -sf ld.lld-19 "$R/usr/bin/ld.lld"
   echo "kope-board" > "$R/etc/hostname"
   printf '127.0.0.1 localhost\n' > "$R/etc/hosts"

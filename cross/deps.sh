@@ -1,15 +1,20 @@
 #!/bin/bash
 # cross/deps.sh - build kope's static dependency sysroot for one architecture
 # from Debian trixie SOURCE packages: mbedTLS 3.6, cJSON, SQLite (amalgamation),
-# libcurl on mbedTLS, OpenBLAS (CBLAS only). Every target gets the same
-# versions and the same TLS stack.
+# libcurl on mbedTLS, OpenBLAS (CBLAS only); for riscv64 also SLEEF (static,
+# RVVM1/RVVM2: the vector-math peer of the k3 harness). Every target gets the
+# same versions and the same TLS stack.
 #
 #   ARCH=x86_64  bash cross/deps.sh     # native (gcc)
 #   ARCH=riscv64 bash cross/deps.sh     # clang-19 cross, RVV 1.0; probe runs under qemu-riscv64
 #   ARCH=aarch64 bash cross/deps.sh     # clang-19 cross; probe runs under qemu-aarch64
+#   bash cross/deps.sh                  # on the board itself (ARCH = uname -m): the
+#                                       # native compiler, no qemu; same flags
 #
-# Knobs: W (work dir, default ./build/deps), JOBS, CLANG (default clang-19),
-#   OB_TARGET (OpenBLAS TARGET override), FORCE=1 (rebuild even if up to date).
+# Knobs: W (work dir, default ./build/deps), JOBS, CLANG (default clang-19,
+#   else clang), OB_TARGET (OpenBLAS TARGET override), FORCE=1 (rebuild even
+#   if up to date), KOPE_DEBIAN_MIRROR (else the mirror of this machine's apt
+#   sources, cross/apt-private.sh).
 #
 # Result: $W/sysroot-$ARCH/{include,lib} and $W/sysroot-$ARCH/.stamp. The stamp
 # holds the SHA-256 of this script: the sysroot is rebuilt only when the recipe
@@ -28,12 +33,22 @@
 #    hardware VLEN is 128: qemu must run with vlen=256, and kope checks VLEN
 #    at start-up before using BLAS.
 #  - gcc-12 for riscv64 has no RVV intrinsics: everything riscv64 uses clang.
+#  - SLEEF: the mirror this was written against 404s on trixie's sleef_3.6.1-3
+#    files (.dsc and tarballs) and on sid's .dsc, while sid's orig and debian
+#    tarballs download; see step 2b. Cross-building it needs its host tools
+#    (mkrename, ...) built natively first (NATIVE_BUILD_DIR), and its CMake
+#    checks a C++ compiler even for the C library: the riscv64 sysroot has no
+#    libstdc++, so the cross configure tries compiles without linking.
 set -euo pipefail
-ARCH=${ARCH:-x86_64}
+HOST_ARCH=$(uname -m)
+ARCH=${ARCH:-$HOST_ARCH}
 HERE=$(cd "$(dirname "$0")" && pwd)
 W=${W:-$PWD/build/deps}
 JOBS=${JOBS:-$(nproc)}
-CLANG=${CLANG:-clang-19}
+if [ -z "${CLANG:-}" ]; then
+  CLANG=clang-19
+  command -v clang-19 >/dev/null || ! command -v clang >/dev/null || CLANG=clang
+fi
 S=$W/sysroot-$ARCH
 SRC=$W/src
 DL=$W/dl
@@ -79,8 +94,19 @@ case $ARCH in
     ;;
   *) echo "deps: unknown ARCH=$ARCH (x86_64, riscv64, aarch64)" >&2; exit 2 ;;
 esac
-if [ "$ARCH" = x86_64 ]; then
-  CC=gcc; AR=ar; RANLIB=ranlib; STRIP=strip; HOSTOPT=""
+if [ "$ARCH" = "$HOST_ARCH" ]; then
+  # native: on the development machine (x86_64, gcc) or on the board itself
+  # (riscv64/aarch64: its clang with the same -march, nothing emulated)
+  RUN=""; AR=ar; RANLIB=ranlib; STRIP=strip; HOSTOPT=""
+  if [ "$ARCH" = x86_64 ]; then
+    CC=gcc
+  else
+    command -v "$CLANG" >/dev/null || { echo "deps: $CLANG not found (apt-get install clang)" >&2; exit 1; }
+    CC=$W/bin/$ARCH-cc
+    printf '#!/bin/sh\nexec %s %s "$@"\n' "$CLANG" "${CFLAGS_ARCH/--target=$TRIPLE/}" > "$CC"; chmod +x "$CC"
+  fi
+elif [ "$ARCH" = x86_64 ]; then
+  echo "deps: ARCH=x86_64 is built on an x86_64 host only" >&2; exit 2
 else
   command -v "$CLANG" >/dev/null || { echo "deps: $CLANG not found: run cross/host-tools.sh as root" >&2; exit 1; }
   CC=$W/bin/$ARCH-cc
@@ -94,21 +120,14 @@ OPT="-O2 -ffunction-sections -fdata-sections"
 # ---------------------------------------------------------------- 2. sources (trixie deb-src, private apt dirs)
 if [ ! -f "$SRC/.unpacked" ]; then
   A=$W/apt
-  mkdir -p "$A/lists/partial" "$A/cache/archives/partial" "$A/etc/sources.list.d" "$A/etc/preferences.d"
-  echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie main" > "$A/etc/sources.list"
-  cat > "$A/apt.conf" <<EOF
-Dir::Etc::sourcelist "$A/etc/sources.list";
-Dir::Etc::sourceparts "$A/etc/sources.list.d";
-Dir::Etc::preferencesparts "$A/etc/preferences.d";
-Dir::State::Lists "$A/lists";
-Dir::Cache "$A/cache";
-Dir::Cache::pkgcache "";
-Dir::Cache::srcpkgcache "";
-EOF
-  export APT_CONFIG=$A/apt.conf
   cd "$DL"
   if ! ls ./*.dsc >/dev/null 2>&1 || [ "$(ls ./*.dsc | wc -l)" -lt 5 ]; then
     stamp "fetch trixie source packages"
+    # the mirror of this machine's apt sources, or KOPE_DEBIAN_MIRROR
+    # shellcheck source=cross/apt-private.sh
+    . "$HERE/apt-private.sh"
+    apt_private_setup "$A" trixie
+    export APT_CONFIG=$A/apt.conf
     apt-get update -qq
     for p in mbedtls cjson sqlite3 curl openblas; do
       ls ./"${p}"_*.dsc >/dev/null 2>&1 && continue
@@ -118,11 +137,61 @@ EOF
       done
       [ $ok = 1 ] || { echo "deps: could not download the source of $p from trixie" >&2; exit 1; }
     done
+    unset APT_CONFIG
   fi
-  unset APT_CONFIG
   rm -rf "$SRC"; mkdir -p "$SRC"; cd "$SRC"
   for d in "$DL"/*.dsc; do dpkg-source --no-check -x "$d" >/dev/null; done
   touch "$SRC/.unpacked"
+fi
+# ---------------------------------------------------------------- 2b. SLEEF source (riscv64 only)
+# Debian's sleef source package: trixie's first (every listed version), else
+# sid's. A version counts when apt-get fetched its files, which apt checks
+# against the hashes of the signed Sources index; when only the .dsc is
+# missing on the mirror (the orig and debian tarballs came, hash-checked),
+# it is unpacked the way dpkg-source would: orig, debian/, quilt series.
+# Files fetched before are kept in $DL/sleef-SUITE and used without the
+# network (the board VM builds from a copy of $DL).
+if [ "$ARCH" = riscv64 ] && ! ls -d "$SRC"/sleef-*/ >/dev/null 2>&1; then
+  got=""
+  for suite in trixie sid; do
+    for f in "$DL/sleef-$suite"/sleef_*.debian.tar.*; do
+      [ -f "$f" ] || continue
+      v=$(basename "$f"); v=${v#sleef_}; v=${v%.debian.tar.*}; up=${v%-*}; up=${up#*:}
+      if ls "$DL/sleef-$suite"/sleef_"$up".orig.tar.* >/dev/null 2>&1; then got="$suite $v"; break 2; fi
+    done
+  done
+  [ -z "$got" ] && . "$HERE/apt-private.sh" && stamp "fetch the sleef source package"
+  for suite in trixie sid; do
+    [ -n "$got" ] && break
+    A=$W/apt-sleef-$suite; D=$DL/sleef-$suite
+    apt_private_setup "$A" "$suite" deb-src
+    APT_CONFIG=$A/apt.conf apt-get update -qq
+    mkdir -p "$D"
+    for v in $(APT_CONFIG=$A/apt.conf apt-cache showsrc sleef | awk '/^Version:/{print $2}' | sort -rV | uniq); do
+      up=${v%-*}; up=${up#*:}
+      ( cd "$D" && APT_CONFIG=$A/apt.conf apt-get source -qq --download-only "sleef=$v" ) >/dev/null 2>&1 || true
+      if ls "$D"/sleef_"$up".orig.tar.* "$D"/sleef_"$v".debian.tar.* >/dev/null 2>&1; then
+        got="$suite $v"; break 2
+      fi
+      rm -f "$D"/sleef_"$up"* "$D"/sleef_"$v"*
+    done
+  done
+  [ -n "$got" ] || { echo "deps: could not download the source of sleef (trixie, sid)" >&2; exit 1; }
+  suite=${got%% *}; v=${got#* }; up=${v%-*}; up=${up#*:}; D=$DL/sleef-$suite
+  echo "  sleef $v ($suite)"
+  rm -rf "$SRC/sleef-tmp" && mkdir -p "$SRC/sleef-tmp" && cd "$SRC/sleef-tmp"
+  if [ -f "$D/sleef_$v.dsc" ]; then
+    dpkg-source --no-check -x "$D/sleef_$v.dsc" sleef >/dev/null
+  else
+    mkdir sleef && tar -xf "$D"/sleef_"$up".orig.tar.* -C sleef --strip-components=1
+    tar -xf "$D"/sleef_"$v".debian.tar.* -C sleef
+    if [ -f sleef/debian/patches/series ]; then
+      grep -v '^[[:space:]]*\(#\|$\)' sleef/debian/patches/series | while read -r pf _; do
+        patch -d sleef -p1 -s < "sleef/debian/patches/$pf"
+      done
+    fi
+  fi
+  mv sleef "$SRC/sleef-$up" && cd "$SRC" && rm -rf "$SRC/sleef-tmp"
 fi
 MBEDTLS=$(ls -d "$SRC"/mbedtls-3*/ | head -1); CJSON=$(ls -d "$SRC"/cjson-*/ | head -1)
 SQLITE=$(ls -d "$SRC"/sqlite3-*/ | head -1); CURL=$(ls -d "$SRC"/curl-*/ | head -1)
@@ -190,6 +259,50 @@ OBX="CC=$CC HOSTCC=gcc AR=$AR RANLIB=$RANLIB TARGET=$OB_TARGET BINARY=64 NOFORTR
   || fail openblas "$LOG/openblas.log"
 rm -rf "$S/lib/cmake" "$S/lib/pkgconfig" "$S/bin" "$S/share"
 
+# ---------------------------------------------------------------- 7b. SLEEF (riscv64: static libsleef, RVVM1 + RVVM2 enforced)
+# Only the vector math library (no DFT, quad, GNU-ABI names or tests). Cross:
+# its host tools first, built natively, then the library with clang-19.
+# Natively (on the board) one build with the board's compiler; a board
+# without cmake gets no SLEEF (the k3 harness then has no SLEEF baseline and
+# says so in kope probe's note) rather than no sysroot.
+SLEEF=""
+if [ "$ARCH" = riscv64 ] && { [ "$ARCH" != "$HOST_ARCH" ] || command -v cmake >/dev/null; }; then
+  SLEEF=$(ls -d "$SRC"/sleef-*/ | head -1)
+  stamp "sleef $(basename "$SLEEF")"
+  SLOPT="-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DSLEEF_BUILD_TESTS=OFF
+         -DSLEEF_ENABLE_TLFLOAT=OFF -DSLEEF_BUILD_GNUABI_LIBS=OFF -DSLEEF_BUILD_DFT=OFF
+         -DSLEEF_BUILD_QUAD=OFF -DSLEEF_BUILD_SCALAR_LIB=OFF
+         -DSLEEF_ENFORCE_RVVM1=ON -DSLEEF_ENFORCE_RVVM2=ON"
+  CXX=${CLANG/clang/clang++} # SLEEF's CMake wants C and C++ from the same compiler
+  if [ "$ARCH" = "$HOST_ARCH" ]; then
+    # shellcheck disable=SC2086
+    ( CC=$CC CXX=$CXX cmake -S "$SLEEF" -B "$B/sleef" $SLOPT &&
+      make -C "$B/sleef" -j"$JOBS" sleef ) > "$LOG/sleef.log" 2>&1 || fail sleef "$LOG/sleef.log"
+    NM=nm
+  else
+    printf '%s\n' "set(CMAKE_SYSTEM_NAME Linux)" "set(CMAKE_SYSTEM_PROCESSOR riscv64)" \
+      "set(CMAKE_C_COMPILER $CLANG)" "set(CMAKE_C_COMPILER_TARGET $TRIPLE)" \
+      "set(CMAKE_CXX_COMPILER $CXX)" "set(CMAKE_CXX_COMPILER_TARGET $TRIPLE)" \
+      "set(CMAKE_C_FLAGS_INIT \"-march=rv64gcv_zba_zbb_zbs -mabi=lp64d\")" \
+      "set(CMAKE_TRY_COMPILE_TARGET_TYPE STATIC_LIBRARY)" \
+      "set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)" > "$B/sleef-rv64.cmake"
+    # shellcheck disable=SC2086
+    ( cmake -S "$SLEEF" -B "$B/sleef-host" -DCMAKE_BUILD_TYPE=Release -DSLEEF_BUILD_TESTS=OFF \
+        -DSLEEF_ENABLE_TLFLOAT=OFF -DSLEEF_BUILD_DFT=OFF -DSLEEF_BUILD_QUAD=OFF &&
+      make -C "$B/sleef-host" -j"$JOBS" mkrename mkrename_gnuabi mkmasked_gnuabi mkalias mkdisp addSuffix &&
+      cmake -S "$SLEEF" -B "$B/sleef" $SLOPT -DCMAKE_TOOLCHAIN_FILE="$B/sleef-rv64.cmake" \
+        -DNATIVE_BUILD_DIR="$B/sleef-host" &&
+      make -C "$B/sleef" -j"$JOBS" sleef ) > "$LOG/sleef.log" 2>&1 || fail sleef "$LOG/sleef.log"
+    NM=$TRIPLE-nm
+  fi
+  cp "$B/sleef/lib/libsleef.a" "$S/lib/" && cp "$B/sleef/include/sleef.h" "$S/include/"
+  # (grep -c, not -q: -q would close the pipe early and pipefail fail nm)
+  [ "$("$NM" "$S/lib/libsleef.a" | grep -c ' T Sleef_expfx_u10rvvm2$')" -gt 0 ] \
+    || { echo "deps: libsleef.a has no RVVM2 functions" >&2; exit 1; }
+elif [ "$ARCH" = riscv64 ]; then
+  echo "deps: no cmake on this board: no SLEEF in the sysroot (the k3 harness has no SLEEF baseline)"
+fi
+
 # ---------------------------------------------------------------- 8. probe: link all five, run (under qemu when cross)
 stamp "probe"
 LIBS="-lcurl -lmbedtls -lmbedx509 -lmbedcrypto -lsqlite3 -lcjson -lopenblas -lpthread -lm"
@@ -201,7 +314,7 @@ grep -q '^ALL OK$' "$LOG/probe.out" || { echo "deps: probe failed for $ARCH" >&2
 
 {
   echo "# kope dependency sysroot for $ARCH, built $(date -u +%FT%TZ)"
-  for d in "$MBEDTLS" "$CJSON" "$SQLITE" "$CURL" "$OPENBLAS"; do basename "$d"; done
+  for d in "$MBEDTLS" "$CJSON" "$SQLITE" "$CURL" "$OPENBLAS" $SLEEF; do basename "$d"; done
   echo "openblas TARGET=$OB_TARGET"
 } > "$S/VERSIONS"
 echo "$RECIPE_SUM" > "$S/.stamp"

@@ -13,7 +13,7 @@ PKGS="make gcc libc6-dev file xz-utils bzip2 tcl dpkg-dev ca-certificates
       clang-19 lld-19 llvm-19 libclang-rt-19-dev
       gcc-12-riscv64-linux-gnu libc6-dev-riscv64-cross binutils-riscv64-linux-gnu
       gcc-12-aarch64-linux-gnu libc6-dev-arm64-cross binutils-aarch64-linux-gnu
-      qemu-user bc"
+      qemu-user bc cmake g++"
 # the board VM (cross/board-vm.sh): full-system qemu, its firmware, the
 # image tools (mmdebstrap --variant=extract needs no binfmt_misc)
 if [ "${1:-}" = board ]; then

@@ -14,6 +14,7 @@
 #include <mbedtls/pk.h>
 #include <mbedtls/platform_util.h>
 #include <mbedtls/sha256.h>
+#include <mbedtls/version.h>
 #include <psa/crypto.h>
 
 #include "net/crypto.h"
@@ -24,6 +25,15 @@ _Static_assert(sizeof(mbedtls_sha256_context) <= sizeof(((struct net_sha256 *)0)
 struct net_key {
     mbedtls_pk_context pk;
 };
+
+/* mbedtls_version_get_string asks for a buffer of at least 9 bytes */
+_Static_assert(NET_MBEDTLS_VERSION_MAX >= 9, "NET_MBEDTLS_VERSION_MAX below mbedTLS's 9 bytes");
+
+const char *net_mbedtls_version(char *buf)
+{
+    mbedtls_version_get_string(buf);
+    return buf;
+}
 
 static pthread_mutex_t rng_lock = PTHREAD_MUTEX_INITIALIZER;
 static int rng_ready;

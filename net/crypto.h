@@ -21,6 +21,11 @@
 #define NET_SIG_MAX 80    /* DER ECDSA P-256 signature, worst case 72 */
 #define NET_PUBKEY_MAX 128 /* DER SubjectPublicKeyInfo for P-256 is 91 */
 
+/* The linked mbedTLS's own version ("3.6.6", mbedtls_version_get_string),
+ * written into buf (at least NET_MBEDTLS_VERSION_MAX bytes); returns buf. */
+#define NET_MBEDTLS_VERSION_MAX 16
+const char *net_mbedtls_version(char *buf);
+
 /* SHA-256 in one call. */
 void net_sha256(const void *data, size_t len, uint8_t out[32]);
 

@@ -326,3 +326,50 @@ out:
     mbedtls_x509_crt_free(&c);
     return rc;
 }
+
+/* The verify callback sees the chain from the top: depth 1 is the CA that
+ * signed the device certificate (x509 finds it by signature, not by name:
+ * two fleets' CAs may share a name). */
+static int issuer_cb(void *ctx, mbedtls_x509_crt *crt, int depth, uint32_t *flags)
+{
+    (void)flags;
+    if (depth == 1)
+        *(mbedtls_x509_crt **)ctx = crt;
+    return 0;
+}
+
+int net_trust_revoke_check(struct net_trust *t, const uint8_t *cert, size_t cert_len, const uint8_t origin[32],
+                           const uint8_t digest[32], const uint8_t *sig, size_t sig_len, char *why, size_t why_cap)
+{
+    mbedtls_x509_crt c;
+    mbedtls_x509_crt *issuer = NULL;
+    uint32_t flags = 0;
+    unsigned char tmp[NET_PUBKEY_MAX];
+    uint8_t h[32];
+    int rc = NET_ERR_PEER_CERT;
+    mbedtls_x509_crt_init(&c);
+    if (mbedtls_x509_crt_parse_der(&c, cert, cert_len)) {
+        snprintf(why, why_cap, "the revoked device's certificate does not parse");
+        goto out;
+    }
+    int n = mbedtls_pk_write_pubkey_der(&c.pk, tmp, sizeof tmp);
+    if (n <= 0 || (net_sha256(tmp + sizeof tmp - n, (size_t)n, h), memcmp(h, origin, 32) != 0)) {
+        snprintf(why, why_cap, "the certificate is for another key than the revoked origin's");
+        goto out;
+    }
+    mbedtls_x509_crt_verify(&c, &t->ca, NULL, NULL, &flags, issuer_cb, &issuer);
+    flags &= ~(uint32_t)(MBEDTLS_X509_BADCERT_EXPIRED | MBEDTLS_X509_BADCERT_FUTURE);
+    if (flags || !issuer) {
+        snprintf(why, why_cap, "the revoked origin's certificate is not issued by a trusted fleet CA");
+        goto out;
+    }
+    if (mbedtls_pk_verify(&issuer->pk, MBEDTLS_MD_SHA256, digest, 32, sig, sig_len) != 0) {
+        snprintf(why, why_cap, "not signed by the CA that issued the origin's certificate (forged, or another fleet's CA)");
+        rc = NET_ERR_CRYPTO_VERIFY;
+        goto out;
+    }
+    rc = 0;
+out:
+    mbedtls_x509_crt_free(&c);
+    return rc;
+}

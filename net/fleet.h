@@ -5,7 +5,7 @@
  *
  * Certificates are X.509 v3, ECDSA P-256 with SHA-256. A device certificate
  * binds a name (CN) to the device's key, the same key whose hash is its
- * origin id (core/graph.h). PEM in, PEM (or DER) out; heap strings are
+ * origin id (core/graph/graph.h). PEM in, PEM (or DER) out; heap strings are
  * owned by the caller (free; key PEM: wipe first with net_wipe).
  */
 #ifndef KOPE_NET_FLEET_H
@@ -43,5 +43,13 @@ void net_trust_free(struct net_trust *t);
  * certificate was valid stays valid (see docs/SYNC.md). */
 int net_trust_check(struct net_trust *t, const uint8_t *cert, size_t cert_len, const uint8_t *pubkey,
                     size_t pubkey_len, char *why, size_t why_cap);
+
+/* A revocation (docs/SYNC.md "Revocation"): 0 when cert (DER) chains to a
+ * trusted CA and holds the key whose SHA-256 is origin, and sig is a
+ * signature over digest by the very CA that issued cert. Else
+ * NET_ERR_PEER_CERT or NET_ERR_CRYPTO_VERIFY with the reason in why. A CA
+ * revokes only the devices it certified. Dates are not checked. */
+int net_trust_revoke_check(struct net_trust *t, const uint8_t *cert, size_t cert_len, const uint8_t origin[32],
+                           const uint8_t digest[32], const uint8_t *sig, size_t sig_len, char *why, size_t why_cap);
 
 #endif /* KOPE_NET_FLEET_H */

@@ -77,6 +77,17 @@ const char *http_version(void)
     return curl_version();
 }
 
+const char *http_libcurl_version(void)
+{
+    return curl_version_info(CURLVERSION_NOW)->version;
+}
+
+const char *http_tls_backend(void)
+{
+    const char *s = curl_version_info(CURLVERSION_NOW)->ssl_version;
+    return s ? s : "none";
+}
+
 void http_response_free(struct http_response *out)
 {
     if (!out)
@@ -253,6 +264,13 @@ static int map_curl(CURLcode cc, const struct xfer *x, const char *url,
         rc = NET_ERR_INTERNAL, what = "request failed";
         break;
     }
+    /* a certificate out of its validity is trusted but stale: its own code,
+     * so the hint names expiry (or the clock), not the CA file (mbedTLS and
+     * OpenSSL word it differently) */
+    if (rc == NET_ERR_CERT && (strstr(detail, "validity has expired") || strstr(detail, "certificate has expired") ||
+                               strstr(detail, "validity starts in the future") ||
+                               strstr(detail, "certificate is not yet valid")))
+        rc = NET_ERR_CERT_EXPIRED, what = "TLS: server certificate has expired or is not yet valid";
     if (rc == NET_ERR_TOOBIG)
         snprintf(msg, msg_len, "%s (%zu bytes) from %s", what, x->cap, url);
     else if (rc == NET_ERR_CERT && o->ca_file)

@@ -88,4 +88,9 @@ void http_response_free(struct http_response *out);
 /* libcurl's version string and its TLS backend, for `kope version`/checks. */
 const char *http_version(void);
 
+/* The linked libcurl's own version number ("8.14.1") and its TLS backend
+ * ("mbedTLS/3.6.6"), from curl_version_info(): static strings. */
+const char *http_libcurl_version(void);
+const char *http_tls_backend(void);
+
 #endif /* KOPE_NET_HTTP_H */

@@ -21,6 +21,7 @@ const char *net_strerror(int code)
     case NET_ERR_CERT: return "server certificate not trusted";
     case NET_ERR_PIN: return "server public key does not match the pinned key";
     case NET_ERR_CA_FILE: return "CA bundle could not be read";
+    case NET_ERR_CERT_EXPIRED: return "server certificate expired (or not yet valid)";
     case NET_ERR_TOOBIG: return "reply body over the size cap";
     case NET_ERR_HTTP_RATE: return "rate limited by the server (HTTP 429)";
     case NET_ERR_HTTP_SERVER: return "server error (HTTP 5xx)";

@@ -28,6 +28,7 @@ enum net_err {
     NET_ERR_CERT = -221,         /* server certificate not trusted / wrong name */
     NET_ERR_PIN = -222,          /* server public key does not match the pin */
     NET_ERR_CA_FILE = -223,      /* the CA bundle could not be read */
+    NET_ERR_CERT_EXPIRED = -224, /* server certificate outside its validity (expired or not yet valid) */
     /* replies */
     NET_ERR_TOOBIG = -230,       /* reply body over the cap (final) */
     NET_ERR_HTTP_RATE = -231,    /* 429 Too Many Requests (retryable) */

@@ -9,6 +9,8 @@
  * One ctr_drbg per conf (mbedTLS locks it internally).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +62,9 @@ struct net_peer {
     volatile int evicted;     /* net_peer_evict, from another thread */
     enum peer_limit limit;    /* the limit that ended the last wait */
     uint64_t waited_ms;       /* time spent waiting on the socket (rate) */
+    int64_t credit_us;        /* rate: waiting still paid for (wait_budget) */
+    uint64_t credit_bytes, credit_waited; /* bytes and waiting already counted in it */
+    int credit_init;
     uint8_t wbuf[NET_PEER_WBUF];
     size_t wlen;
     uint64_t sent, received;
@@ -191,7 +196,10 @@ int net_peer_conf_handshake_ms(const struct net_peer_conf *c)
 
 /* How long the next socket wait may last, and which limit ends it. The
  * rate limit: after rate_grace_ms of waiting, every further second of
- * waiting must be paid for by min_rate bytes moved (in or out). */
+ * waiting must be paid for by min_rate bytes moved (in or out). Paid time
+ * is a bucket that holds at most NET_PEER_RATE_BANK grace periods, so a
+ * burst at the start cannot buy a trickle for the rest of the session (a
+ * 12 MiB line would otherwise pay for three hours at 1 KiB/s). */
 static int64_t wait_budget(struct net_peer *p, enum peer_limit *why)
 {
     const struct net_peer_limits *l = &p->conf->lim;
@@ -211,9 +219,19 @@ static int64_t wait_budget(struct net_peer *p, enum peer_limit *why)
     if (l->min_rate) {
         /* plaintext bytes: TLS records of one byte each cost 23 on the
          * wire, which would let a trickler look fast */
-        uint64_t paid = (p->received + p->sent) * 1000u / (uint64_t)l->min_rate;
-        uint64_t allowed = paid > (uint64_t)l->rate_grace_ms ? paid : (uint64_t)l->rate_grace_ms;
-        if ((left = (int64_t)allowed - (int64_t)p->waited_ms) < w) {
+        int64_t cap = (int64_t)l->rate_grace_ms * NET_PEER_RATE_BANK * 1000;
+        uint64_t moved = p->received + p->sent;
+        if (!p->credit_init) {
+            p->credit_us = (int64_t)l->rate_grace_ms * 1000;
+            p->credit_init = 1;
+        }
+        p->credit_us += (int64_t)((moved - p->credit_bytes) * 1000000u / (uint64_t)l->min_rate);
+        p->credit_us -= (int64_t)(p->waited_ms - p->credit_waited) * 1000;
+        if (p->credit_us > cap)
+            p->credit_us = cap;
+        p->credit_bytes = moved;
+        p->credit_waited = p->waited_ms;
+        if ((left = p->credit_us / 1000) < w) {
             w = left;
             *why = LIM_RATE;
         }
@@ -509,30 +527,112 @@ int net_peer_accept(struct net_peer_listener *l, struct net_peer_conf *c, int wa
     return 0;
 }
 
+/* Connect one address without blocking past deadline (ms, monotonic): a
+ * black-holed address answers no SYN, and the kernel would retry for about
+ * two minutes. 0 with the connected (blocking) socket in *fd, or errno
+ * (ETIMEDOUT when the deadline passed). */
+static int tcp_connect_one(const struct addrinfo *a, uint64_t deadline, int *fd)
+{
+    int s = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol), e = 0;
+    if (s < 0)
+        return errno;
+    int fl = fcntl(s, F_GETFL);
+    if (fl < 0 || fcntl(s, F_SETFL, fl | O_NONBLOCK) < 0) {
+        e = errno;
+        goto fail;
+    }
+    if (connect(s, a->ai_addr, a->ai_addrlen) < 0) {
+        if (errno != EINPROGRESS) {
+            e = errno;
+            goto fail;
+        }
+        for (;;) {
+            uint64_t now = now_ms();
+            struct pollfd pf = {s, POLLOUT, 0};
+            if (now >= deadline) {
+                e = ETIMEDOUT;
+                goto fail;
+            }
+            int r = poll(&pf, 1, (int)(deadline - now));
+            if (r > 0)
+                break;
+            if (r < 0 && errno != EINTR) {
+                e = errno;
+                goto fail;
+            }
+        }
+        socklen_t len = sizeof e;
+        if (getsockopt(s, SOL_SOCKET, SO_ERROR, &e, &len) < 0)
+            e = errno;
+        if (e)
+            goto fail;
+    }
+    if (fcntl(s, F_SETFL, fl) < 0) { /* as mbedTLS's own connect leaves it */
+        e = errno;
+        goto fail;
+    }
+    *fd = s;
+    return 0;
+fail:
+    close(s);
+    return e ? e : EIO;
+}
+
+/* TCP to host:port within the handshake deadline (it runs from t_start;
+ * without one, the idle timeout), each address in turn. */
+static int tcp_connect(struct net_peer *p, const char *host, const char *port, char *err, size_t err_cap)
+{
+    struct addrinfo hints, *res = NULL;
+    const struct net_peer_limits *l = &p->conf->lim;
+    int ms = l->handshake_ms ? l->handshake_ms : p->conf->timeout_ms;
+    uint64_t deadline = p->t_start + (uint64_t)(ms > 0 ? ms : 30000);
+    int e = 0, fd = -1;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_protocol = IPPROTO_TCP;
+    if (getaddrinfo(host, port, &hints, &res) != 0 || !res) {
+        snprintf(err, err_cap, "host name '%s' did not resolve (check the spelling, or give an address)", host);
+        return NET_ERR_DNS;
+    }
+    for (const struct addrinfo *a = res; a; a = a->ai_next) {
+        int r = tcp_connect_one(a, deadline, &fd);
+        if (!r)
+            break;
+        if (!e || e == ETIMEDOUT) /* the most telling cause: a refusal beats a timeout */
+            e = r;
+        if (now_ms() >= deadline)
+            break;
+    }
+    freeaddrinfo(res);
+    if (fd >= 0) {
+        p->net.fd = fd;
+        return 0;
+    }
+    if (e == ETIMEDOUT) {
+        snprintf(err, err_cap, "%s:%s did not answer the TCP connect within %d ms (a wrong address, or a "
+                 "firewall dropping packets)", host, port, ms);
+        return NET_ERR_DEADLINE;
+    }
+    if (e == ECONNREFUSED)
+        snprintf(err, err_cap, "nothing listening at %s:%s (is `kope serve` running there, on that port?)", host, port);
+    else if (e == EHOSTUNREACH || e == ENETUNREACH)
+        snprintf(err, err_cap, "%s:%s is unreachable (%s): check the address and the network", host, port, strerror(e));
+    else
+        snprintf(err, err_cap, "connect to %s:%s failed: %s", host, port, strerror(e));
+    return NET_ERR_CONNECT;
+}
+
 int net_peer_connect(struct net_peer_conf *c, const char *host, const char *port,
                      struct net_peer **out, char *err, size_t err_cap)
 {
     struct net_peer *p = NULL;
-    int rc, m;
+    int rc;
     *out = NULL;
     if ((rc = peer_new(c, &p)))
         return rc;
-    errno = 0;
-    if ((m = mbedtls_net_connect(&p->net, host, port, MBEDTLS_NET_PROTO_TCP))) {
-        int e = errno;
-        if (m == MBEDTLS_ERR_NET_UNKNOWN_HOST)
-            snprintf(err, err_cap, "host name '%s' did not resolve (check the spelling, or give an address)", host);
-        else if (e == ECONNREFUSED)
-            snprintf(err, err_cap, "nothing listening at %s:%s (is `kope serve` running there, on that port?)", host,
-                     port);
-        else if (e == ETIMEDOUT || e == EHOSTUNREACH || e == ENETUNREACH)
-            snprintf(err, err_cap, "%s:%s is unreachable (%s): check the address and the network", host, port,
-                     strerror(e));
-        else
-            say(err, err_cap, "connect", m);
-        rc = m == MBEDTLS_ERR_NET_UNKNOWN_HOST ? NET_ERR_DNS : NET_ERR_CONNECT;
+    if ((rc = tcp_connect(p, host, port, err, err_cap)))
         goto out;
-    }
     if ((rc = peer_setup(p, err, err_cap)) || (rc = net_peer_handshake(p, err, err_cap)))
         goto out;
     *out = p;

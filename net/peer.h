@@ -13,10 +13,15 @@
  * Limits (struct net_peer_limits), all enforced in the socket callbacks, so
  * a peer that trickles one byte at a time gains nothing: every wait is at
  * most the idle timeout; the TLS handshake must end within handshake_ms of
- * the TCP connection; the whole connection within session_ms; and once
+ * the TCP connection (for a client, of the start of its TCP connect, which
+ * is non-blocking and bounded by it too: a black-holed address costs
+ * handshake_ms, not the kernel's SYN retries); the whole connection within
+ * session_ms; and once
  * rate_grace_ms of waiting on the peer have passed, the bytes moved (both
  * ways) must keep up with min_rate per second of that waiting (time we spend
- * on our own work, such as a store write, does not count against the peer).
+ * on our own work, such as a store write, does not count against the peer);
+ * bytes pay for at most NET_PEER_RATE_BANK grace periods of waiting ahead, so
+ * a burst cannot buy a long trickle.
  * Writes are buffered (NET_PEER_WBUF) and flushed by net_peer_flush or
  * before each read.
  *
@@ -44,6 +49,7 @@ struct net_peer_listener;
 #define NET_PEER_SESSION_MS (30 * 60 * 1000)
 #define NET_PEER_MIN_RATE 1024        /* bytes per second of waiting */
 #define NET_PEER_RATE_GRACE_MS 10000
+#define NET_PEER_RATE_BANK 6          /* paid waiting banked at most: 6 grace periods (60 s) */
 
 struct net_peer_limits {
     int handshake_ms;    /* TCP accept/connect .. TLS handshake done */
@@ -78,7 +84,9 @@ int net_peer_accept(struct net_peer_listener *l, struct net_peer_conf *c, int wa
 /* Wait up to wait_ms for a connection to accept: 0 when one is pending,
  * NET_ERR_TIMEOUT if none (so a server can pick the conf it accepts with). */
 int net_peer_listener_wait(struct net_peer_listener *l, int wait_ms);
-/* Connect to host:port and complete the handshake. */
+/* Connect to host:port (each address it resolves to in turn) and complete
+ * the handshake, both within handshake_ms: NET_ERR_DEADLINE when the TCP
+ * connect got no answer in time. */
 int net_peer_connect(struct net_peer_conf *c, const char *host, const char *port,
                      struct net_peer **out, char *err, size_t err_cap);
 /* Server side: complete the TLS handshake (client certificate verified). */

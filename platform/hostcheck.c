@@ -162,25 +162,40 @@ __attribute__((constructor(101))) static void host_check_at_start(int argc, char
     unsigned vlen;
     (void)envp;
     int rc = plat_host_check(msg, sizeof msg, &vlen);
+    /* `kope [global options] --version|version` and --help compute nothing:
+     * look past the global options (--db PATH, --config FILE) for them */
     for (int i = 1; i < argc && argv; i++) {
-        if (argv[i][0] != '-')
-            break;
+        if (!strcmp(argv[i], "--db") || !strcmp(argv[i], "--config")) {
+            i++;
+            continue;
+        }
         int version = !strcmp(argv[i], "--version") || !strcmp(argv[i], "-V");
-        if (!version && strcmp(argv[i], "--help") != 0 && strcmp(argv[i], "-h") != 0)
+        int command = argv[i][0] != '-';
+        if (command && strcmp(argv[i], "version") != 0)
+            break;
+        if (!version && !command && strcmp(argv[i], "--help") != 0 && strcmp(argv[i], "-h") != 0)
             continue;
         if (rc == 0 || vlen > 0)
             return; /* a short vector unit still runs main's plain code */
         /* No V at all: main is built for rv64gcv and the compiler may have
          * vectorised any loop of it (the board VM's v=false boot died of
          * SIGILL in `kope --version`), so answer here, from code built
-         * without V, and stop. */
+         * without V, and stop: `kope version`'s first lines (the library
+         * versions need main's code) and exit 1, as main's does on a CPU
+         * this build cannot serve; --version its one line and exit 0. */
 #ifdef KOPE_HOSTCHECK_VERSION
-        if (version) {
+        if (version || command) {
             printf("kope %s (%s)\n", KOPE_HOSTCHECK_VERSION, KOPE_ARCH);
+            if (!version) {
+                printf("target %s\n", KOPE_ARCH);
+                printf("isa %s\n", KOPE_ISA);
+                printf("vector length none: this CPU reports no V extension (AT_HWCAP)\n");
+                printf("library versions: not shown on a CPU this build cannot run\n");
+            }
             fprintf(stderr, "kope: note: %s\n", msg);
             fflush(stdout);
             fflush(stderr);
-            _exit(0);
+            _exit(version ? 0 : 1);
         }
 #endif
         break;

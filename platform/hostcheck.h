@@ -7,7 +7,9 @@
  * core, and any RVV instruction faults on a core without V. The check runs
  * as a constructor, before main and before any vector instruction, and
  * refuses with a clear message (exit 1). `kope --version` and `kope help`
- * still answer: they compute nothing. Builds for other ISAs check nothing.
+ * still answer: they compute nothing; `kope version` says what it can (on a
+ * core without V: the build's ISA and that V is missing) and exits 1.
+ * Builds for other ISAs check nothing.
  */
 #ifndef KOPE_HOSTCHECK_H
 #define KOPE_HOSTCHECK_H

@@ -1,11 +1,13 @@
 /*
  * platform/platform.c - the one place a target is chosen, the op catalogue,
- * and the thin wrappers that check optional members of struct platform_ops.
+ * the arithmetic of tuning spaces (struct plat_space), and the thin wrappers
+ * that check optional members of struct platform_ops.
  *
  * Everything here is target-independent: names of ops/families/failures,
  * default tolerances, and error text for the PLAT_ERR_* band. A target adds
  * itself by appending its ops table to `targets` below.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +85,21 @@ enum plat_family plat_op_family(enum plat_op op)
 int plat_op_is_rowwise(enum plat_op op)
 {
     return (unsigned)op < PLAT_OP_COUNT && ops[op].rowwise;
+}
+
+const char *plat_task_op_name(const struct plat_task *t)
+{
+    if (t->op == PLAT_OP_USER)
+        return t->user && t->user->name[0] ? t->user->name : "?";
+    const char *n = plat_op_name(t->op);
+    return n ? n : "?";
+}
+
+int plat_task_rowwise(const struct plat_task *t)
+{
+    if (t->op == PLAT_OP_USER)
+        return t->user && t->family == PLAT_FAM_ACTIVATION && t->user->rowwise;
+    return plat_op_is_rowwise(t->op);
 }
 
 const char *plat_family_name(enum plat_family f)
@@ -194,6 +211,21 @@ void plat_task_work(const struct plat_task *t, double *flops, double *bytes)
         *flops = 2 * b * m * (double)t->n * k;
         *bytes = 4 * b * (m * k + k * (double)t->n + m * (double)t->n);
         break;
+    case PLAT_OP_USER: /* what its reference computes is unknown: one step per element */
+        switch (t->family) {
+        case PLAT_FAM_ELEMENTWISE: *flops = n; *bytes = 12 * n; break;
+        case PLAT_FAM_ACTIVATION:
+            *flops = t->rows ? rc : n;
+            *bytes = 8 * (t->rows ? rc : n);
+            break;
+        case PLAT_FAM_REDUCTION: *flops = rc; *bytes = 4 * rc + 4 * (double)t->rows; break;
+        case PLAT_FAM_MATMUL:
+            *flops = 2 * b * m * (double)t->n * k;
+            *bytes = 4 * b * (m * k + k * (double)t->n + m * (double)t->n);
+            break;
+        default: break;
+        }
+        break;
     default: break;
     }
 }
@@ -250,6 +282,153 @@ double platform_rank(const char *target, const struct plat_outcome *o)
     if (t && t->rank)
         return t->rank(o);
     return o->num(o->ctx, "speedup", 0);
+}
+
+const struct plat_space *platform_space(const char *target, enum plat_op op)
+{
+    const struct platform_ops *t = platform_find(target);
+    return t && t->space && (unsigned)op < PLAT_OP_COUNT ? t->space(op) : NULL;
+}
+
+const char *plat_setting_str(const struct platform *p, const char *key)
+{
+    const struct plat_settings *s = &p->set;
+    return s->own_str ? s->own_str(s->own, p->ops->name, key) : NULL;
+}
+
+double plat_setting_num(const struct platform *p, const char *key, double dflt)
+{
+    const struct plat_settings *s = &p->set;
+    return s->own_num ? s->own_num(s->own, p->ops->name, key, dflt) : dflt;
+}
+
+const struct plat_prompt *platform_prompt(const char *target)
+{
+    const struct platform_ops *t = platform_find(target);
+    if (!t || !t->prompt)
+        t = platform_find(PLAT_DEFAULT_TARGET);
+    return t->prompt;
+}
+
+/* ------------------------------------------------------ tuning spaces --- */
+
+int plat_point_get(const struct plat_space *s, const int *v, const char *name)
+{
+    for (int i = 0; i < s->n_params; i++)
+        if (strcmp(s->params[i].name, name) == 0)
+            return v[i];
+    return -1;
+}
+
+void plat_point_default(const struct plat_space *s, int *v)
+{
+    for (int i = 0; i < s->n_params; i++)
+        v[i] = s->params[i].def;
+}
+
+int plat_point_valid(const struct plat_space *s, const int *v)
+{
+    for (int i = 0; i < s->n_params; i++) {
+        int ok = 0;
+        for (int j = 0; j < s->params[i].n_values; j++)
+            ok |= v[i] == s->params[i].values[j];
+        if (!ok)
+            return 0;
+    }
+    return s->valid ? s->valid(s, v) : 1;
+}
+
+size_t plat_space_size(const struct plat_space *s)
+{
+    size_t n = 1;
+    for (int i = 0; i < s->n_params; i++)
+        n *= (size_t)s->params[i].n_values;
+    return n;
+}
+
+int plat_space_point(const struct plat_space *s, size_t idx, int *v)
+{
+    if (idx >= plat_space_size(s))
+        return -1;
+    for (int i = 0; i < s->n_params; i++) {
+        size_t nv = (size_t)s->params[i].n_values;
+        v[i] = s->params[i].values[idx % nv];
+        idx /= nv;
+    }
+    return plat_point_valid(s, v);
+}
+
+size_t plat_space_count_valid(const struct plat_space *s)
+{
+    int v[PLAT_PARAM_MAX];
+    size_t n = 0, size = plat_space_size(s);
+    for (size_t i = 0; i < size; i++)
+        n += plat_space_point(s, i, v) == 1;
+    return n;
+}
+
+int plat_point_label(const struct plat_space *s, const int *v, char *buf, size_t cap)
+{
+    if (!cap)
+        return PLAT_ERR_INTERNAL;
+    int w = snprintf(buf, cap, "%s", plat_op_name(s->op));
+    size_t off = w > 0 ? (size_t)w : cap;
+    for (int i = 0; i < s->n_params && off < cap; i++) {
+        w = snprintf(buf + off, cap - off, " %s=%d", s->params[i].name, v[i]);
+        off = w >= 0 ? off + (size_t)w : cap;
+    }
+    return off < cap ? 0 : PLAT_ERR_INTERNAL;
+}
+
+int plat_label_op(const char *label)
+{
+    char word[64];
+    size_t n = strcspn(label, " ");
+    if (n == 0 || n >= sizeof word)
+        return -1;
+    memcpy(word, label, n);
+    word[n] = '\0';
+    return plat_op_parse(word);
+}
+
+int plat_point_parse(const struct plat_space *s, const char *label, int *v)
+{
+    char word[64];
+    size_t n = strcspn(label, " ");
+    if (plat_label_op(label) != (int)s->op)
+        return PLAT_ERR_BAD_TASK;
+    plat_point_default(s, v);
+    label += n;
+    while (*label == ' ')
+        label++;
+    while (*label) {
+        n = strcspn(label, " ");
+        if (n >= sizeof word)
+            return PLAT_ERR_BAD_TASK;
+        memcpy(word, label, n);
+        word[n] = '\0';
+        char *eq = strchr(word, '=');
+        if (!eq)
+            return PLAT_ERR_BAD_TASK;
+        *eq = '\0';
+        int i = 0;
+        while (i < s->n_params && strcmp(s->params[i].name, word) != 0)
+            i++;
+        char *end;
+        long val = strtol(eq + 1, &end, 10);
+        if (i == s->n_params || end == eq + 1 || *end || val < -1000 || val > 1000)
+            return PLAT_ERR_BAD_TASK;
+        v[i] = (int)val;
+        label += n;
+        while (*label == ' ')
+            label++;
+    }
+    return plat_point_valid(s, v) ? 0 : PLAT_ERR_BAD_TASK;
+}
+
+char *plat_point_source(const struct plat_space *s, const int *v, size_t *len)
+{
+    return s->source && plat_point_valid(s, v) ? s->source(s, v, len) : NULL;
 }
 
 int platform_open(const char *name, const struct plat_settings *s,
@@ -353,4 +532,14 @@ int platform_starter(struct platform *p, const struct plat_task *t, char **src, 
     if (!p->ops->starter)
         return PLAT_ERR_UNSUPPORTED;
     return p->ops->starter(p, t, src, len, label, label_len);
+}
+
+int plat_set_err(struct platform *p, int rc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->err, sizeof p->err, fmt, ap);
+    va_end(ap);
+    p->rc = rc;
+    return rc;
 }

@@ -17,7 +17,7 @@
  *
  * Layering: platform code never includes core/, store/ or net/ headers. core/
  * reads the config file and passes plain settings in (struct plat_settings);
- * core/ fills struct plat_task from a task file (core/task.c).
+ * core/ fills struct plat_task from a task file (core/task/task.c).
  *
  * Invariant of every result: under emulation (qemu-user) `emulated` is set and
  * times are not speeds. Speed is claimed only as a ratio against a baseline
@@ -39,6 +39,8 @@
 #ifndef PLAT_DIAG_MAX
 #define PLAT_DIAG_MAX 4096      /* compiler diagnostics kept per candidate */
 #endif
+#define PLAT_NOT_MEASURED "not measured: "
+#define PLAT_TO_MEASURE "; to measure: "
 #ifndef PLAT_DETAIL_MAX
 #define PLAT_DETAIL_MAX 256     /* one-line human explanation of a failure */
 #endif
@@ -46,7 +48,7 @@
 #define PLAT_MAX_CASES 24       /* verification cases reported per candidate */
 #endif
 #ifndef PLAT_MAX_BASELINES
-#define PLAT_MAX_BASELINES 4
+#define PLAT_MAX_BASELINES 5
 #endif
 #ifndef PLAT_SRC_MAX
 #define PLAT_SRC_MAX (256 * 1024) /* candidate source bytes accepted */
@@ -96,7 +98,10 @@ enum plat_op {
     PLAT_OP_SOFTMAX, PLAT_OP_LAYERNORM, PLAT_OP_RMSNORM,
     PLAT_OP_SUM, PLAT_OP_MAX, PLAT_OP_MEAN, PLAT_OP_L2NORM, PLAT_OP_ARGMAX,
     PLAT_OP_GEMM, PLAT_OP_GEMM_NT, PLAT_OP_GEMV,
-    PLAT_OP_COUNT
+    PLAT_OP_COUNT,
+    /* A user's own op (plat_task.user says which): outside the catalogue, so
+     * never below PLAT_OP_COUNT and never in a table indexed by op. */
+    PLAT_OP_USER = 100
 };
 
 /* "add", "gelu_tanh", ...; NULL for an out-of-range value. */
@@ -113,6 +118,27 @@ int plat_op_is_rowwise(enum plat_op op);
 void plat_op_default_tol(enum plat_op op, double *rtol, double *atol);
 
 /* ------------------------------------------------------------------------
+ * A user's own op (docs/KERNELS.md "A user's own op"): a suite task that names
+ * an op outside the catalogue brings its reference, one C file implementing
+ * the family's signature (platform/kernel_abi.h) in plain C. Operands by
+ * family: elementwise gets x and y (never NULL), activation gets x (gamma and
+ * beta NULL; row-wise when the shape is {rows, cols}, pointwise for {n}),
+ * reduction writes one float per row, matmul is gemm's layout. The scalars
+ * are alpha (random in [-2, 2]), lo -1, hi 1.5, eps 1e-5, as for the
+ * catalogue's ops. A target verifies candidates against the reference built
+ * as plain f32 scalar code (vectorizer off) and measures that build and its
+ * -O3 auto-vectorized build as the scalar and autovec baselines.
+ * ------------------------------------------------------------------------ */
+struct plat_user_op {
+    char name[PLAT_NAME_MAX]; /* "swiglu": [a-z][a-z0-9_]*, not a catalogue op */
+    char file[256];           /* the reference as the suite names it ("" = inline) */
+    const char *ref;          /* its C source, ref_len bytes (owned by whoever filled it) */
+    size_t ref_len;
+    int rowwise;              /* activation: 1 row-wise {rows, cols}, 0 pointwise {n} */
+    double in_lo, in_hi;      /* inputs drawn from [in_lo, in_hi]; both 0 = the default [-4, 4] */
+};
+
+/* ------------------------------------------------------------------------
  * A task: what one kernel must compute. core/ fills it from a task file.
  * Dimensions unused by the op are 0. For pointwise ops (elementwise and
  * pointwise activations) only n is set; row-wise ops and reductions set rows
@@ -125,7 +151,14 @@ struct plat_task {
     enum plat_family family;
     uint64_t n, rows, cols, m, k, batch;
     double rtol, atol;        /* pass if |got-ref| <= atol + rtol*|ref| everywhere */
+    const struct plat_user_op *user; /* op == PLAT_OP_USER: which op (borrowed); else NULL */
 };
+
+/* The task's op name: the user op's own name, else plat_op_name(op). Never
+ * NULL ("?" for a broken task). */
+const char *plat_task_op_name(const struct plat_task *t);
+/* Row-wise shape {rows, cols} (row-wise activations, user ones included). */
+int plat_task_rowwise(const struct plat_task *t);
 
 /* ------------------------------------------------------------------------
  * Settings: plain values core/ reads from the config file (platform.k3.*).
@@ -135,6 +168,8 @@ enum plat_set_flags {
     PLAT_SET_NO_BASELINES = 1 << 0, /* measure the candidate only (faster)   */
     PLAT_SET_FLUSH_CACHE = 1 << 1,  /* flush caches between timed repeats    */
     PLAT_SET_NO_PIN = 1 << 2,       /* do not pin the timed process to a core */
+    PLAT_SET_AA = 1 << 3,           /* time the candidate twice (A/A) under
+                                       emulation too (natively always): tests */
     /* Tests only: skip the source screen and object check, so the runtime
      * containment behind them can be shown to work on its own. */
     PLAT_SET_UNSAFE_NO_SCREEN = 1 << 8,
@@ -164,15 +199,25 @@ struct plat_settings {
                                   width (a vector instruction costs VLEN/DLEN passes per
                                   register group); 0 = DLEN equals VLEN */
     unsigned flags;            /* enum plat_set_flags */
-    /* Ascend only (platform.ascend.*); the k3 target ignores these. */
-    const char *toolkit_home;  /* CANN toolkit root; NULL = $ASCEND_HOME_PATH, $ASCEND_TOOLKIT_HOME, default paths */
-    const char *soc_version;   /* "Ascend910B3"; NULL = "Ascend" + the Name npu-smi reports */
-    const char *npu_smi;       /* npu-smi path; NULL = PATH, /usr/local/sbin, /usr/local/bin */
-    int device_id;             /* NPU device for aclrtSetDevice; 0 = the first */
+    /* The target's own settings (the config's platform.<target>.<key>, e.g.
+     * ascend's home, soc, npu_smi, device): a target reads the keys only it
+     * has through plat_setting_str/num, during open only, so they need no
+     * field here. own is the caller's source (core: the config); NULL
+     * functions = none given. */
+    const void *own;
+    const char *(*own_str)(const void *own, const char *target, const char *key);
+    double (*own_num)(const void *own, const char *target, const char *key, double dflt);
 };
 
 /* Zero everything: every field at its default. Cannot fail. */
 void plat_settings_init(struct plat_settings *s);
+
+struct platform;
+/* The open target's own setting key (plat_settings.own_str with the
+ * target's name), or NULL when not given. During open only. */
+const char *plat_setting_str(const struct platform *p, const char *key);
+/* The same for a number; dflt when not given. */
+double plat_setting_num(const struct platform *p, const char *key, double dflt);
 
 /* Nominal work of one call of t: flops (2*m*n*k*batch for matmul; one per
  * element per arithmetic step for the rest, transcendentals counted as one)
@@ -289,6 +334,9 @@ struct plat_baseline {
                                  both sides are modelled, else by icount
                                  (plat_measure.ratio_metric says which);
                                  0 = not claimed */
+    int no_difference;        /* by time, inside the A/A noise floor
+                                 (plat_measure.noise_floor): "no difference",
+                                 not a speedup or a slowdown (platform/noise.h) */
 };
 
 /* measure(): timing (and re-verification) of a built candidate. */
@@ -302,7 +350,7 @@ struct plat_measure {
     double spread;            /* (p90 - p10) / median over the kept repeats */
     int repeats;              /* timed calls kept (first discarded) */
     int warmup;               /* untimed calls before */
-    char method[384];         /* how measured: timer, pinning, flush, repeat rule */
+    char method[512];         /* how measured: timer, pinning, flush, repeat rule */
     /* Instruction counts from the qemu plugin, kernel call only (not start-up);
      * exactly repeatable for a fixed input. has_icount = 0 when no plugin. */
     int has_icount;
@@ -314,6 +362,9 @@ struct plat_measure {
     uint64_t vcost;
     /* What base[].ratio compares: "time", "vcost" or "icount"; "" = no ratio. */
     char ratio_metric[8];
+    /* ok, but nothing figured at all (e.g. emulated with no instruction
+     * counter): detail then reads PLAT_NOT_MEASURED "why" PLAT_TO_MEASURE
+     * "what to do", words the outcome's reason keeps and `kope run` prints. */
     /* Cycles from perf_event_open when the kernel allows; 0 otherwise. */
     uint64_t cycles;
     /* Nominal work of one call of the measured shape (plat_task_work), so the
@@ -322,6 +373,11 @@ struct plat_measure {
     int n_baselines;
     struct plat_baseline base[PLAT_MAX_BASELINES];
     double wall_ms;           /* wall time of the whole measure run */
+    /* Natively: the candidate timed twice in fresh processes (A/A); the gap
+     * of the two medians, max/min - 1 (platform/noise.h). has_noise_floor = 0:
+     * not measured (under emulation, another target, no second timing). */
+    int has_noise_floor;
+    double noise_floor;
 };
 
 /* probe(): the machine, for bring-up and the roofline. */
@@ -338,7 +394,7 @@ struct plat_probe {
     char method[160];
     char note[PLAT_DETAIL_MAX];
     /* Filled by targets other than k3 (0 / "" = not applicable). */
-    char target[32];          /* "ascend"; "" = k3 (the fields above) */
+    char target[32];          /* "ascend"; "" = the CPU fields above only (k3) */
     char soc[64];             /* Ascend SoC version, "Ascend910B3" */
     int vector_cores;         /* Ascend: AI Vector cores ([SoCInfo] vector_core_cnt); n_cores = AI cores */
     uint64_t ub_bytes, hbm_bytes; /* Ascend: Unified Buffer per core, device memory */
@@ -369,6 +425,91 @@ struct plat_outcome {
     const void *ctx;
     /* The number under key in the outcome's body, or dflt when there is none. */
     double (*num)(const void *ctx, const char *key, double dflt);
+};
+
+/* ------------------------------------------------------------------------
+ * A tuning space: one op's built-in kernel template on a target, as named
+ * integer parameters (LMUL, unroll, tile sizes, ...). A *point* is one value
+ * per parameter, in params order; a point is *valid* when every value is
+ * allowed and the space's own rule agrees. core/'s offline tuner
+ * (core/agent/tuner.h) walks a space through these functions only, so it never
+ * knows what a target's kernels are written in. Spaces are static data of
+ * the target (platform_ops.space).
+ * ------------------------------------------------------------------------ */
+#define PLAT_PARAM_MAX 6  /* parameters per space */
+#define PLAT_VALUE_MAX 4  /* values per parameter */
+
+struct plat_param {
+    const char *name;          /* the parameter (k3: the template macro, "LMUL") */
+    int n_values;
+    int values[PLAT_VALUE_MAX]; /* allowed values, in search order */
+    int def;                   /* default value (one of values): valid on every shape */
+    const char *doc;           /* what the values mean, one line */
+};
+
+struct plat_space {
+    enum plat_op op;
+    int n_params;
+    struct plat_param params[PLAT_PARAM_MAX];
+    /* Extra validity rule over a point; NULL = every combination is valid. */
+    int (*valid)(const struct plat_space *s, const int *v);
+    /* The instance as one candidate source (malloc'd, NUL-terminated, the
+     * caller frees; its length in *len when len is not NULL), or NULL when
+     * out of memory or the point is invalid. Required. */
+    char *(*source)(const struct plat_space *s, const int *v, size_t *len);
+};
+
+/* Value of parameter `name` in point v, or -1 if s has no such parameter. */
+int plat_point_get(const struct plat_space *s, const int *v, const char *name);
+/* Fill v with the default point. */
+void plat_point_default(const struct plat_space *s, int *v);
+/* 1 if v is a valid point of s. */
+int plat_point_valid(const struct plat_space *s, const int *v);
+/* Number of raw points (product of the value counts, valid or not). */
+size_t plat_space_size(const struct plat_space *s);
+/* Decode raw index idx (< size) into v: 1 if valid, 0 if not (v filled
+ * either way), -1 if idx is out of range. */
+int plat_space_point(const struct plat_space *s, size_t idx, int *v);
+/* Number of valid points. */
+size_t plat_space_count_valid(const struct plat_space *s);
+/* "add LMUL=4 UNROLL=2" into buf (records' "params"). 0 or PLAT_ERR_INTERNAL. */
+int plat_point_label(const struct plat_space *s, const int *v, char *buf, size_t cap);
+/* The op a point label names (its first word), or -1. */
+int plat_label_op(const char *label);
+/* Parse a label made by plat_point_label for this space: its op name, then
+ * NAME=VALUE words (missing ones take their default). 0, or
+ * PLAT_ERR_BAD_TASK for another op, an unknown parameter or value, or an
+ * invalid point. */
+int plat_point_parse(const struct plat_space *s, const char *label, int *v);
+/* s->source(s, v, len). */
+char *plat_point_source(const struct plat_space *s, const int *v, size_t *len);
+
+/* ------------------------------------------------------------------------
+ * The prompt contract: what an LLM is told to write for this target. core/
+ * (core/context/context.c) builds every prompt around it, the same for a run and
+ * for `kope context`; nothing target-specific is spelled in core/. Static.
+ * ------------------------------------------------------------------------ */
+struct plat_prompt {
+    /* What the target is, in the system message's first sentence:
+     * "You optimize one compute kernel for the <name> target (<about>)." */
+    const char *about;
+    /* The kernel contract: language, headers, entry point, what is banned.
+     * One paragraph, no trailing newline. */
+    const char *contract;
+    /* The entry point of a family, one line (the task's "Signature:"). */
+    const char *(*signature)(enum plat_family f);
+    /* The info word of the reply's code fence ("c", "cpp"): the reply
+     * format asks for it. */
+    const char *lang;
+    /* Embedded knowledge files the cold tier draws from, NULL-terminated. */
+    const char *const *knowledge;
+    /* Files shown in another target's prompt when experience from this
+     * target is in it (cross-target items), NULL-terminated; NULL = none. */
+    const char *const *knowledge_shared;
+    /* The cold tier's "This machine" text (no heading) from the target's
+     * probe, or with pr NULL when none is known; into buf (cap bytes,
+     * always NUL-terminated). Required. */
+    void (*machine)(const struct plat_probe *pr, char *buf, size_t cap);
 };
 
 /* ------------------------------------------------------------------------
@@ -425,11 +566,21 @@ struct platform_ops {
 
     /* The target's claimed metric of a passing, fully verified outcome,
      * larger = better: how core ranks a task's outcomes to find its one best
-     * (core/graph.h graph_tree_best). Static (no open platform needed: the
+     * (core/graph/graph.h graph_tree_best). Static (no open platform needed: the
      * graph ranks records of any age). Optional: NULL means the outcome's
      * "speedup" (its ratio against the claimed same-run baseline), 0 when it
      * has none. */
     double (*rank)(const struct plat_outcome *o);
+
+    /* The tuning space of op on this target (its built-in template), for
+     * core's offline tuner. Static (the tuner's prior reads records without
+     * an open platform). Optional: NULL, or NULL for an op, means no space
+     * (the target's kernels come from its starter and the LLM). */
+    const struct plat_space *(*space)(enum plat_op op);
+
+    /* What an LLM is told to write for this target. Static. Optional: NULL
+     * means the default target's (PLAT_DEFAULT_TARGET). */
+    const struct plat_prompt *prompt;
 };
 
 /* An open target. The ops table is static; priv belongs to the target. */
@@ -440,6 +591,11 @@ struct platform {
     int rc;                     /* sticky last PLAT_ERR_* (0 = none) */
     char err[512];              /* message for rc, with errno text / file names */
 };
+
+/* Set p's sticky error (rc and the formatted message) and return rc: the
+ * one error path of every target's ops. */
+int plat_set_err(struct platform *p, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* The target kope uses when neither the command line nor the config
  * (platform.name) names one: the one place it is spelled. */
@@ -452,6 +608,14 @@ const struct platform_ops *platform_find(const char *name);
 /* The rank of a passing outcome recorded for target (platform_ops.rank, or
  * its NULL default); an unknown target ranks by the default too. */
 double platform_rank(const char *target, const struct plat_outcome *o);
+
+/* The tuning space of op on target (platform_ops.space), or NULL when the
+ * target is unknown or has none for op. */
+const struct plat_space *platform_space(const char *target, enum plat_op op);
+
+/* The prompt contract of target (platform_ops.prompt); the default
+ * target's for an unknown target or one without its own. Never NULL. */
+const struct plat_prompt *platform_prompt(const char *target);
 
 /* Open target `name` with settings s (NULL = defaults). *out is owned by the
  * caller; release with platform_close. On failure returns PLAT_ERR_* and

@@ -13,7 +13,9 @@
  * in its PID namespace before the middle process can be reaped.
  */
 #define _GNU_SOURCE 1
+#include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -41,7 +43,7 @@
 #include "platform/platform.h"
 #include "platform/proc.h"
 
-static double now_ms(void)
+double proc_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -414,7 +416,7 @@ int proc_run(const struct proc_spec *r, struct proc_result *res, char *err, size
         close(fds[1]);
         return PLAT_ERR_SPAWN;
     }
-    double t0 = now_ms();
+    double t0 = proc_now_ms();
     pid_t pid = fork();
     if (pid < 0) {
         snprintf(err, err_len, "fork: %s", strerror(errno));
@@ -442,7 +444,7 @@ int proc_run(const struct proc_spec *r, struct proc_result *res, char *err, size
     int killed = 0;
     char buf[8192];
     for (;;) {
-        double left = r->timeout_ms > 0 ? r->timeout_ms - (now_ms() - t0) : 1e9;
+        double left = r->timeout_ms > 0 ? r->timeout_ms - (proc_now_ms() - t0) : 1e9;
         if (left <= 0) {
             res->timed_out = 1;
             break;
@@ -482,8 +484,16 @@ int proc_run(const struct proc_spec *r, struct proc_result *res, char *err, size
     }
     close(fds[0]);
     /* The pipe can close before the child exits (it may close its own
-     * stdout): keep the deadline while waiting for it too. */
+     * stdout; and it closes during the child's exit, before the child can be
+     * reaped): keep the deadline while waiting for it too. A pidfd wakes us
+     * the moment it can be reaped; without one (Linux < 5.3), 2 ms naps,
+     * which under load cost several ms per run (measured, bench/harness). */
     int status = 0;
+    int pidfd = -1;
+#ifdef SYS_pidfd_open
+    if (!killed)
+        pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+#endif
     for (;;) {
         pid_t w = waitpid(pid, &status, killed ? 0 : WNOHANG);
         if (w == pid)
@@ -491,18 +501,27 @@ int proc_run(const struct proc_spec *r, struct proc_result *res, char *err, size
         if (w < 0 && errno != EINTR)
             break;
         if (w == 0) {
-            if (r->timeout_ms > 0 && now_ms() - t0 >= r->timeout_ms) {
+            if (r->timeout_ms > 0 && proc_now_ms() - t0 >= r->timeout_ms) {
                 res->timed_out = 1;
                 kill(-pid, SIGKILL);
                 kill(pid, SIGKILL);
                 killed = 1;
+            } else if (pidfd >= 0) {
+                double left = r->timeout_ms > 0 ? r->timeout_ms - (proc_now_ms() - t0) : 1e6;
+                struct pollfd pp = {pidfd, POLLIN, 0};
+                if (poll(&pp, 1, left > 1e6 ? 1000000 : (int)left + 1) < 0 && errno != EINTR) {
+                    close(pidfd);
+                    pidfd = -1;
+                }
             } else {
                 struct timespec ts = {0, 2 * 1000 * 1000};
                 nanosleep(&ts, NULL);
             }
         }
     }
-    res->wall_ms = now_ms() - t0;
+    if (pidfd >= 0)
+        close(pidfd);
+    res->wall_ms = proc_now_ms() - t0;
     if (WIFEXITED(status)) {
         res->exited = 1;
         res->exit_code = WEXITSTATUS(status);
@@ -520,4 +539,77 @@ int proc_run(const struct proc_spec *r, struct proc_result *res, char *err, size
     /* A grandchild may still hold the group: make sure nothing outlives us. */
     kill(-pid, SIGKILL);
     return 0;
+}
+
+/* --------------------------------------------------------- argv, files --- */
+
+void proc_cmd_init(struct proc_cmd *c)
+{
+    c->argc = 0;
+    c->n_words = 0;
+    c->n_extra = 0;
+    c->overflow = 0;
+    c->argv[0] = NULL;
+}
+
+void proc_cmd_split(struct proc_cmd *c, const char *s)
+{
+    if (!s || !*s)
+        return;
+    if (c->n_words >= PROC_CMD_WORDS ||
+        proc_argv_split(s, c->words[c->n_words], sizeof c->words[0], c->argv, &c->argc, PROC_CMD_ARGS))
+        c->overflow = 1;
+    c->n_words++;
+}
+
+void proc_cmd_arg(struct proc_cmd *c, const char *fmt, ...)
+{
+    if (c->n_extra >= PROC_CMD_EXTRA || c->argc + 1 >= PROC_CMD_ARGS) {
+        c->overflow = 1;
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(c->extra[c->n_extra], sizeof c->extra[0], fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof c->extra[0])
+        c->overflow = 1;
+    c->argv[c->argc++] = c->extra[c->n_extra++];
+    c->argv[c->argc] = NULL;
+}
+
+int proc_file_write(const char *path, const char *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    size_t w = fwrite(data, 1, len, f);
+    int rc = w == len ? 0 : -1;
+    if (fclose(f) != 0)
+        rc = -1;
+    return rc;
+}
+
+void proc_rm_tree(const char *path)
+{
+    DIR *d = opendir(path);
+    if (!d) {
+        unlink(path);
+        return;
+    }
+    struct dirent *e;
+    char sub[4096];
+    while ((e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if (snprintf(sub, sizeof sub, "%s/%s", path, e->d_name) >= (int)sizeof sub)
+            continue; /* deeper than any work dir kope makes */
+        struct stat st;
+        if (lstat(sub, &st) == 0 && S_ISDIR(st.st_mode))
+            proc_rm_tree(sub);
+        else
+            unlink(sub);
+    }
+    closedir(d);
+    rmdir(path);
 }

@@ -86,4 +86,34 @@ int proc_run(const struct proc_spec *r, struct proc_result *res, char *err, size
  * something does not fit. */
 int proc_argv_split(const char *cmd, char *buf, size_t buf_len, char **argv, int *argc, int max);
 
+/* Milliseconds on CLOCK_MONOTONIC (wall-clock deadlines of child runs). */
+double proc_now_ms(void);
+
+/* An argv built from command strings split on blanks (a configured
+ * compiler with its flags) and formatted arguments, in fixed storage: a
+ * piece that does not fit sets overflow, which the caller checks once
+ * before running it. */
+#define PROC_CMD_ARGS 96
+#define PROC_CMD_WORDS 8       /* split command strings (cc, its flags, ...) */
+#define PROC_CMD_WORD_MAX 1024 /* bytes of one split string */
+#define PROC_CMD_EXTRA 48      /* formatted arguments */
+#define PROC_CMD_ARG_MAX 576   /* bytes of one formatted argument (a path and a flag) */
+struct proc_cmd {
+    char *argv[PROC_CMD_ARGS];
+    int argc;
+    char words[PROC_CMD_WORDS][PROC_CMD_WORD_MAX];
+    int n_words;
+    char extra[PROC_CMD_EXTRA][PROC_CMD_ARG_MAX];
+    int n_extra;
+    int overflow;
+};
+void proc_cmd_init(struct proc_cmd *c);
+void proc_cmd_split(struct proc_cmd *c, const char *s); /* NULL or "" adds nothing */
+void proc_cmd_arg(struct proc_cmd *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A child run's work files: write len bytes to path (0 or -1), and remove
+ * a directory tree (symlinks are removed, never followed). */
+int proc_file_write(const char *path, const char *data, size_t len);
+void proc_rm_tree(const char *path);
+
 #endif

@@ -250,6 +250,25 @@ int store_run_find(struct store *st, const char *suite, const char *state, int64
     return rc;
 }
 
+int store_run_get(struct store *st, int64_t run, char **cursor)
+{
+    sqlite3_stmt *s = NULL;
+    int rc = prep(st, "SELECT cursor FROM run_state WHERE run = ?1", &s);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(s, 1, run);
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        const char *c = (const char *)sqlite3_column_text(s, 0);
+        *cursor = strdup(c ? c : "{}");
+        rc = *cursor ? 0 : STORE_ERR_SQL;
+    } else {
+        rc = rc == SQLITE_DONE ? STORE_ERR_NOTFOUND : store_int_fail(st, rc);
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
 int store_run_set(struct store *st, int64_t run, const char *state, const char *cursor)
 {
     sqlite3_stmt *s = NULL;

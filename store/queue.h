@@ -68,6 +68,9 @@ int store_run_new(struct store *st, const char *suite, const char *cursor, int64
  * cursor (*cursor heap, caller frees). STORE_ERR_NOTFOUND if none. */
 int store_run_find(struct store *st, const char *suite, const char *state, int64_t *run,
                    char **cursor);
+/* The cursor of run `run` (any state; *cursor heap, caller frees).
+ * STORE_ERR_NOTFOUND if there is no such run. */
+int store_run_get(struct store *st, int64_t run, char **cursor);
 /* Set a run's state and cursor (cursor NULL keeps it). */
 int store_run_set(struct store *st, int64_t run, const char *state, const char *cursor);
 

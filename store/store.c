@@ -32,11 +32,16 @@ enum stmt_id {
     S_TASK_KEYS, S_REC_ID_BY_RID, S_PROBE_LATEST,
     S_EXP_BEST, S_EXP_FAILS, S_EXP_INSIGHTS, S_EXP_RECENT,
     S_TASK_KEY_INS, S_EXP_KEY_INS,
+    S_REVOKE_PUT, S_REVOKED_GET, S_REVOKED_EACH, S_CKPT_AT_MOST,
     S_N
 };
 
 #define REC_COLS "r.id, o.origin, r.seq, r.prev, r.kind, r.target, r.task, r.canon"
 #define REC_FROM " FROM records r JOIN origins o ON o.oid = r.oid "
+/* Records of a revoked origin after its revocation's seq are hidden from
+ * every query that feeds retrieval, best and reports (docs/SYNC.md
+ * "Revocation"); by-id lookups and the origin walk (import, export) see all. */
+#define NOT_REVOKED(r) " NOT EXISTS (SELECT 1 FROM revoked v WHERE v.oid = " r ".oid AND " r ".seq > v.after_seq) "
 
 static const char *const stmt_sql[S_N] = {
     [S_BEGIN] = "BEGIN IMMEDIATE",
@@ -53,10 +58,10 @@ static const char *const stmt_sql[S_N] = {
     [S_Q_RANGE] = "SELECT " REC_COLS REC_FROM "WHERE r.idk BETWEEN ?3 AND ?4 "
                    "AND r.id BETWEEN ?1 AND ?2 "
                    "ORDER BY r.id LIMIT 2",
-    [S_Q_TASK] = "SELECT " REC_COLS REC_FROM "WHERE r.task = ?1 ORDER BY r.rid",
+    [S_Q_TASK] = "SELECT " REC_COLS REC_FROM "WHERE r.task = ?1 AND" NOT_REVOKED("r") "ORDER BY r.rid",
     [S_Q_ORIGIN] = "SELECT " REC_COLS REC_FROM "WHERE o.origin = ?1 AND r.seq > ?2 "
                    "ORDER BY r.seq",
-    [S_Q_TASKS] = "SELECT " REC_COLS REC_FROM "WHERE r.kind = 'task' ORDER BY r.rid",
+    [S_Q_TASKS] = "SELECT " REC_COLS REC_FROM "WHERE r.kind = 'task' AND" NOT_REVOKED("r") "ORDER BY r.rid",
     [S_ORIGIN_GET] = "SELECT o.origin, r.seq, r.id, o.ckpt_seq FROM origins o "
                      "JOIN records r ON r.oid = o.oid WHERE o.origin = ?1 "
                      "ORDER BY r.seq DESC LIMIT 1",
@@ -77,16 +82,31 @@ static const char *const stmt_sql[S_N] = {
     /* no join: the record id is fetched only for the tasks retrieval keeps
      * (store_rec_id), which saves a table lookup per candidate */
     [S_TASK_KEYS] = "SELECT t.rid, t.op, t.target, t.dtype, t.n, t.rows, t.cols, t.m, t.k, t.batch"
-                    " FROM task_keys t WHERE t.op = ?1 ORDER BY t.rid DESC LIMIT ?2",
+                    " FROM task_keys t WHERE t.op = ?1 AND NOT EXISTS (SELECT 1 FROM records r"
+                    " JOIN revoked v ON v.oid = r.oid WHERE r.rid = t.rid AND r.seq > v.after_seq)"
+                    " ORDER BY t.rid DESC LIMIT ?2",
     [S_REC_ID_BY_RID] = "SELECT id FROM records WHERE rid = ?1",
-    [S_PROBE_LATEST] = "SELECT " REC_COLS REC_FROM "WHERE r.kind = 'probe' AND r.target = ?1 "
+    [S_PROBE_LATEST] = "SELECT " REC_COLS REC_FROM "WHERE r.kind = 'probe' AND r.target = ?1 AND" NOT_REVOKED("r")
                        "ORDER BY r.rid DESC LIMIT 1",
 #define EXP_COLS "SELECT r.id, e.kind, e.parent, e.status, e.speedup, e.share, e.reason" \
-                 " FROM exp_keys e JOIN records r ON r.rid = e.rid WHERE e.task = ?1"
+                 " FROM exp_keys e JOIN records r ON r.rid = e.rid WHERE e.task = ?1 AND" NOT_REVOKED("r")
     [S_EXP_BEST] = EXP_COLS " AND e.status = 'pass' ORDER BY e.speedup DESC, e.rid LIMIT ?2",
     [S_EXP_FAILS] = EXP_COLS " AND e.kind = 'outcome' AND e.status <> 'pass' ORDER BY e.rid LIMIT ?2",
     [S_EXP_INSIGHTS] = EXP_COLS " AND e.status = 'insight' ORDER BY e.rid DESC LIMIT ?2",
     [S_EXP_RECENT] = EXP_COLS " AND e.kind = 'outcome' ORDER BY e.rid DESC LIMIT ?2",
+    /* the lowest seq wins: a revocation never un-hides (docs/SYNC.md) */
+    [S_REVOKE_PUT] = "INSERT INTO revoked(oid, after_seq, id) SELECT oid, ?2, ?3 FROM origins WHERE origin = ?1 "
+                     "ON CONFLICT(oid) DO UPDATE SET after_seq = excluded.after_seq, id = excluded.id "
+                     "WHERE excluded.after_seq < revoked.after_seq",
+    [S_REVOKED_GET] = "SELECT o.origin, v.after_seq, v.id FROM revoked v JOIN origins o ON o.oid = v.oid "
+                      "WHERE o.origin = ?1",
+    [S_REVOKED_EACH] = "SELECT o.origin, v.after_seq, v.id FROM revoked v JOIN origins o ON o.oid = v.oid "
+                       "ORDER BY o.origin",
+    /* backwards from seq on the (oid, seq) index: own chains checkpoint
+     * every 1,024 records, so this reads at most about that many rows */
+    [S_CKPT_AT_MOST] = "SELECT r.seq FROM records r JOIN origins o ON o.oid = r.oid WHERE o.origin = ?1 "
+                       "AND r.seq <= ?2 AND r.kind = 'checkpoint' AND (?3 = 0 OR r.canon LIKE '{\"body\":{\"cert\":%') "
+                       "ORDER BY r.seq DESC LIMIT 1",
 };
 
 /* Per-kind record counts added in the open transaction: written to
@@ -214,7 +234,7 @@ static const char *const migrations[] = {
     "INSERT INTO kind_counts(kind, n) SELECT kind, count(*) FROM records GROUP BY kind;",
     /* 2 -> 3: the retrieval keys of every task record (op, dtype, shape,
      * target), so the context manager finds similar tasks through an index
-     * instead of parsing every task's JSON (core/retrieve.c). Kept by a
+     * instead of parsing every task's JSON (core/context/retrieve.c). Kept by a
      * trigger, so imports and sync fill it too; backfilled here. A task
      * body without an op gets no row. */
     "CREATE TABLE task_keys(rid INTEGER PRIMARY KEY REFERENCES records(rid),"
@@ -246,7 +266,7 @@ static const char *const migrations[] = {
     /* 4 -> 5: the measured keys of every outcome and insight (status,
      * speedup, roofline share, a short reason), filed by task, so retrieval
      * reads a similar task's best pass and distinct failures through an
-     * index instead of parsing all of its records (core/retrieve.c,
+     * index instead of parsing all of its records (core/context/retrieve.c,
      * bench/context). Kept by a trigger; backfilled here. */
     "CREATE TABLE exp_keys(rid INTEGER PRIMARY KEY REFERENCES records(rid),"
     "  task BLOB NOT NULL, kind TEXT NOT NULL, parent TEXT, status TEXT,"
@@ -286,6 +306,11 @@ static const char *const migrations[] = {
      * record's JSON in SQL (measured: +76% on the insert path). */
     "DROP TRIGGER IF EXISTS records_task_keys;"
     "DROP TRIGGER IF EXISTS records_exp_keys;",
+    /* 7 -> 8: revocations in force (docs/SYNC.md "Revocation"): per
+     * origin, the lowest seq after which its records are refused and
+     * hidden, and the revocation record that said so. */
+    "CREATE TABLE revoked(oid INTEGER PRIMARY KEY REFERENCES origins(oid),"
+    "  after_seq INTEGER NOT NULL CHECK(after_seq >= 0), id BLOB NOT NULL);",
 };
 _Static_assert(sizeof migrations / sizeof migrations[0] == STORE_SCHEMA_VERSION,
                "one migration per schema version");
@@ -993,6 +1018,93 @@ int store_probe_latest(struct store *st, const char *target, store_rec_cb *cb, v
         return STORE_ERR_SQL;
     sqlite3_bind_text(s, 1, target, -1, SQLITE_STATIC);
     return rec_rows(st, s, 1, cb, ctx);
+}
+
+/* --------------------------------------------------------------- revocations */
+
+int store_revoke_put(struct store *st, const uint8_t origin[32], int64_t after_seq, const uint8_t id[32])
+{
+    sqlite3_stmt *s;
+    int rc;
+    /* the origin may have no records here yet: its row carries the
+     * revocation until they come (and are refused after after_seq) */
+    if (!(s = stmt(st, S_ORIGIN_UPSERT)))
+        return STORE_ERR_SQL;
+    sqlite3_bind_blob(s, 1, origin, 32, SQLITE_STATIC);
+    if ((rc = step_done(st, s)))
+        return rc;
+    st->have_oid = 0;
+    if (!(s = stmt(st, S_REVOKE_PUT)))
+        return STORE_ERR_SQL;
+    sqlite3_bind_blob(s, 1, origin, 32, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, after_seq);
+    sqlite3_bind_blob(s, 3, id, 32, SQLITE_STATIC);
+    return step_done(st, s);
+}
+
+static void revoked_row(sqlite3_stmt *s, struct store_revoked *v)
+{
+    memset(v, 0, sizeof *v);
+    copy32(s, 0, v->origin, NULL);
+    v->after_seq = sqlite3_column_int64(s, 1);
+    copy32(s, 2, v->id, NULL);
+}
+
+int store_revoked_get(struct store *st, const uint8_t origin[32], struct store_revoked *v)
+{
+    sqlite3_stmt *s = stmt(st, S_REVOKED_GET);
+    if (!s)
+        return STORE_ERR_SQL;
+    sqlite3_bind_blob(s, 1, origin, 32, SQLITE_STATIC);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        revoked_row(s, v);
+        rc = 0;
+    } else {
+        rc = rc == SQLITE_DONE ? STORE_ERR_NOTFOUND : fail(st, rc);
+    }
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return rc;
+}
+
+int store_revoked_each(struct store *st, store_revoked_cb *cb, void *ctx)
+{
+    sqlite3_stmt *s = stmt(st, S_REVOKED_EACH);
+    if (!s)
+        return STORE_ERR_SQL;
+    int rc, out = 0;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        struct store_revoked v;
+        revoked_row(s, &v);
+        if ((out = cb(ctx, &v)) != 0)
+            break;
+    }
+    if (!out && rc != SQLITE_DONE && rc != SQLITE_ROW)
+        out = fail(st, rc);
+    sqlite3_reset(s);
+    return out;
+}
+
+int store_ckpt_at_most(struct store *st, const uint8_t origin[32], int64_t seq, int with_cert, int64_t *out)
+{
+    sqlite3_stmt *s = stmt(st, S_CKPT_AT_MOST);
+    if (!s)
+        return STORE_ERR_SQL;
+    sqlite3_bind_blob(s, 1, origin, 32, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, seq);
+    sqlite3_bind_int(s, 3, with_cert);
+    int rc = sqlite3_step(s);
+    *out = 0;
+    if (rc == SQLITE_ROW) {
+        *out = sqlite3_column_int64(s, 0);
+        rc = 0;
+    } else {
+        rc = rc == SQLITE_DONE ? 0 : fail(st, rc);
+    }
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return rc;
 }
 
 /* --------------------------------------------------------------- experience keys */

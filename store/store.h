@@ -3,7 +3,7 @@
  * call queue and run state.
  *
  * The store keeps what it is given and decides nothing: hashing, chain and
- * signature checks are the graph's (core/graph.c). It guarantees that every
+ * signature checks are the graph's (core/graph/graph.c). It guarantees that every
  * write it is asked for in one transaction lands whole or not at all, that
  * (origin, seq) and id are unique, and that the schema is migrated to the
  * current version on open (PRAGMA user_version; see docs/STORE.md).
@@ -33,7 +33,7 @@ enum store_err {
     STORE_ERR_OLD = -111,      /* older schema: read-only opening cannot migrate it */
 };
 
-#define STORE_SCHEMA_VERSION 7
+#define STORE_SCHEMA_VERSION 8
 
 struct store;
 
@@ -98,7 +98,7 @@ void store_close(struct store *st);
 /* How long a write waits for another connection's lock before failing with
  * STORE_ERR_BUSY (store_open sets 5000 ms). A sync server's session, whose
  * import holds the write lock while its peer sends, waits as long as it
- * would wait for its own peer (core/sync.c). */
+ * would wait for its own peer (core/graph/sync.c). */
 void store_set_busy_timeout(struct store *st, int timeout_ms);
 const char *store_errmsg(const struct store *st);
 const char *store_strerror(int code);
@@ -145,6 +145,27 @@ int store_origin_get(struct store *st, const uint8_t origin[32], struct store_or
 typedef int store_origin_cb(void *ctx, const struct store_origin *o);
 int store_origin_each(struct store *st, store_origin_cb *cb, void *ctx);
 int store_origin_set_ckpt(struct store *st, const uint8_t origin[32], int64_t seq);
+
+/* --- revocations (schema 8): origins whose records after a seq are refused
+ * and hidden (docs/SYNC.md "Revocation"). The store keeps what core
+ * verified; the lowest seq per origin wins. Hidden from STORE_Q_TASK,
+ * STORE_Q_TASKS, task keys, experience keys and probes; STORE_Q_ID and
+ * STORE_Q_ORIGIN see every record (import and export decide). */
+struct store_revoked {
+    uint8_t origin[32];
+    int64_t after_seq;
+    uint8_t id[32]; /* the revocation record in force */
+};
+/* Record a revocation (inside the caller's transaction); a higher seq than
+ * the one in force changes nothing. */
+int store_revoke_put(struct store *st, const uint8_t origin[32], int64_t after_seq, const uint8_t id[32]);
+/* STORE_ERR_NOTFOUND when origin is not revoked. */
+int store_revoked_get(struct store *st, const uint8_t origin[32], struct store_revoked *v);
+typedef int store_revoked_cb(void *ctx, const struct store_revoked *v);
+int store_revoked_each(struct store *st, store_revoked_cb *cb, void *ctx);
+/* The highest seq <= seq of a checkpoint of origin (with_cert: only one
+ * whose body carries a "cert"), or 0 in *out when there is none. */
+int store_ckpt_at_most(struct store *st, const uint8_t origin[32], int64_t seq, int with_cert, int64_t *out);
 
 /* --- blobs: content-addressed, stored once ------------------------------ */
 /* Insert unless present (hash is the caller's SHA-256 of data). */

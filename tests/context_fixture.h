@@ -18,7 +18,7 @@
 
 #include <cJSON.h>
 
-#include "core/graph.h"
+#include "core/graph/graph.h"
 #include "store/store.h"
 
 struct fx {

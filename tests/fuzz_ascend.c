@@ -2,14 +2,13 @@
  * tests/fuzz_ascend.c - libFuzzer target for the parsers of outside bytes in
  * platform/ascend: `npu-smi info` output, platform_config .ini text, msprof's
  * OpBasicInfo.csv, the Ascend C source screen, and the host program's report
- * file. The first input byte picks the parser. Not built by default; needs
- * clang-19 with compiler-rt. From the repo root:
+ * file with kope's check of it (report_check: the expected case list). The
+ * first input byte picks the parser. Not built by default; needs clang-19
+ * with compiler-rt. From the repo root:
  *
- *   S=build/deps/sysroot-x86_64
- *   clang-19 -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I. -isystem $S/include \
- *     tests/fuzz_ascend.c platform/platform.c platform/ascend/discover.c platform/ascend/run.c \
- *     platform/ascend/msprof.c platform/ascend/screen.c build/x86_64/gen/embed.c -o build/fuzz_ascend
- *   mkdir -p build/fuzz-ascend && build/fuzz_ascend -max_total_time=60 build/fuzz-ascend
+ *   make fuzz       # every tests/fuzz_*.c, into build/x86_64-fuzz/
+ *   make fuzz-run FUZZ_SECONDS=60   # each in turn, on build/x86_64-fuzz/NAME.corpus
+ *   build/x86_64-fuzz/fuzz_ascend -max_total_time=60 DIR   # this one alone
  *
  * Invariants: every parser terminates; names stay NUL-terminated within
  * their fields; sample counts never pass the cap; the screen's verdict and
@@ -68,13 +67,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     default: {
         struct hrun *h = calloc(1, sizeof *h);
-        if (h) {
-            report_parse(text, h);
-            if (h->n_cases > PLAT_MAX_CASES || h->n_times > PLAT_MAX_BASELINES + 1 ||
-                !memchr(h->method, '\0', sizeof h->method))
+        char *copy = strdup(text);
+        if (h && copy) {
+            /* the task of the first byte's op, as ascend.c would check it */
+            struct plat_task t;
+            memset(&t, 0, sizeof t);
+            t.op = (enum plat_op)((data[0] / 5) % PLAT_OP_COUNT);
+            t.family = plat_op_family(t.op);
+            t.n = 1000; t.rows = 7; t.cols = 301; t.m = 19; t.n = t.op == PLAT_OP_GEMV ? 1 : 33; t.k = 17;
+            plat_report_parse(text, &h->r);
+            report_check(h, copy, &t, (data[0] / 5) & 1 ? "measure" : "verify", 0);
+            if (h->r.n_cases > PLAT_MAX_CASES || h->r.n_times > PLAT_MAX_BASELINES + 1 ||
+                !memchr(h->r.method, '\0', sizeof h->r.method) ||
+                !memchr(h->refused, '\0', sizeof h->refused))
                 abort();
-            free(h);
         }
+        free(copy);
+        free(h);
     }
     }
     free(tk);

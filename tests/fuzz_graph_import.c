@@ -1,16 +1,12 @@
 /*
  * tests/fuzz_graph_import.c - libFuzzer target for the shard parser and
- * verifier (core/graph.c graph_import): the bytes a peer or a file hands us.
+ * verifier (core/graph/graph.c graph_import): the bytes a peer or a file hands us.
  * Not built by default; needs clang-19 with compiler-rt (libclang-rt-19-dev).
- * From the repo root, after `make`:
+ * From the repo root:
  *
- *   S=build/deps/sysroot-x86_64
- *   clang-19 -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I. -isystem $S/include \
- *     tests/fuzz_graph_import.c core/graph.c core/canon.c core/buf.c core/util.c core/err.c \
- *     store/store.c net/crypto.c net/neterr.c platform/platform.c build/x86_64/gen/embed.c \
- *     platform/k3/*.c -L$S/lib -lsqlite3 -lcjson -lmbedtls -lmbedx509 -lmbedcrypto -lopenblas -lm \
- *     -o build/fuzz_graph_import
- *   mkdir -p build/fuzz-import && build/fuzz_graph_import -max_total_time=60 build/fuzz-import
+ *   make fuzz       # every tests/fuzz_*.c, into build/x86_64-fuzz/
+ *   make fuzz-run FUZZ_SECONDS=60   # each in turn, on build/x86_64-fuzz/NAME.corpus
+ *   build/x86_64-fuzz/fuzz_graph_import -max_total_time=60 DIR   # this one alone
  *
  * Each input is imported into a fresh in-memory store, whose two first
  * lines are a valid header and a real device's identity + checkpoint, so
@@ -25,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/graph.h"
+#include "core/graph/graph.h"
 #include "store/store.h"
 
 static char *seed;   /* header + a real identity run, made once */

@@ -4,12 +4,12 @@
  * frame's payload then parsed as the JSON the session would read. Checks the
  * parser's promises: an accepted frame lies inside the input, is within its
  * type's cap, has no NUL or newline, and its header round-trips.
- * Not built by default; needs clang-19 with compiler-rt (libclang-rt-19-dev):
+ * Not built by default; needs clang-19 with compiler-rt (libclang-rt-19-dev).
+ * From the repo root:
  *
- *   S=build/deps/sysroot-x86_64
- *   clang-19 -g -O1 -fsanitize=fuzzer,address,undefined -I. -isystem $S/include \
- *     tests/fuzz_sync_frame.c net/sync_frame.c $S/lib/libcjson.a -o build/fuzz_sync_frame
- *   mkdir -p build/fuzz-sync && build/fuzz_sync_frame -max_total_time=60 build/fuzz-sync
+ *   make fuzz       # every tests/fuzz_*.c, into build/x86_64-fuzz/
+ *   make fuzz-run FUZZ_SECONDS=60   # each in turn, on build/x86_64-fuzz/NAME.corpus
+ *   build/x86_64-fuzz/fuzz_sync_frame -max_total_time=60 DIR   # this one alone
  */
 #include <stdint.h>
 #include <stdlib.h>

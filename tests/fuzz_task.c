@@ -1,14 +1,12 @@
 /*
  * tests/fuzz_task.c - libFuzzer target for the parsers of outside bytes that
- * issue 3 added: task suites (core/task.c, hand-written JSON) and the K3
+ * issue 3 added: task suites (core/task/task.c, hand-written JSON) and the K3
  * source screen (platform/k3/screen.c, LLM-written C). Not built by default;
  * needs clang-19 with compiler-rt (libclang-rt-19-dev). From the repo root:
  *
- *   S=build/deps/sysroot-x86_64
- *   clang-19 -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I. -isystem $S/include \
- *     tests/fuzz_task.c core/task.c core/util.c platform/platform.c platform/k3/screen.c \
- *     build/x86_64/gen/embed.c $S/lib/libcjson.a -o build/fuzz_task
- *   mkdir -p build/fuzz-task && build/fuzz_task -max_total_time=60 build/fuzz-task
+ *   make fuzz       # every tests/fuzz_*.c, into build/x86_64-fuzz/
+ *   make fuzz-run FUZZ_SECONDS=60   # each in turn, on build/x86_64-fuzz/NAME.corpus
+ *   build/x86_64-fuzz/fuzz_task -max_total_time=60 DIR   # this one alone
  *
  * Seed the corpus with a compiled candidate object too (any cand.o from a
  * k3 work dir). (The targets' ops tables are stubbed below: the fuzzer never opens a platform.)
@@ -24,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/task.h"
+#include "core/task/task.h"
 #include "platform/k3/k3.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

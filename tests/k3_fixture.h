@@ -31,25 +31,54 @@ static void task_init(struct plat_task *t, enum plat_op op)
     }
 }
 
-/* Open the k3 platform in $KOPE_TEST_TMP/<dir> with short timing settings. */
-static int k3_group_open(const char *dir)
+/* Open the k3 platform in $KOPE_TEST_TMP/<dir> into *p with the settings in
+ * base (their work_dir replaced), or, when base is NULL, kope's defaults with
+ * short timing; flags are or-ed into the settings' plat_set_flags.
+ * tests/board/test_board_seccomp.c wants the defaults as they are: it can
+ * pass plat_settings_init's to k3_group_open_set. */
+static inline int k3_open_with(const char *dir, const struct plat_settings *base, int flags,
+                               struct platform **p)
 {
     struct plat_settings s;
-    plat_settings_init(&s);
-    static char work[512];
+    if (base) {
+        s = *base;
+    } else {
+        plat_settings_init(&s);
+        s.timeout_ms = 20000;
+        s.min_repeat_ms = 5;
+        s.max_repeats = 20;
+    }
+    static char work[4][512];
+    static int n_open;
+    char *w = work[n_open++ % 4]; /* the platform keeps the pointer */
     const char *tmp = getenv("KOPE_TEST_TMP");
-    snprintf(work, sizeof work, "%s/%s", tmp ? tmp : "/tmp", dir);
-    s.work_dir = work;
-    s.timeout_ms = 20000;
-    s.min_repeat_ms = 5;
-    s.max_repeats = 20;
+    snprintf(w, sizeof work[0], "%s/%s", tmp ? tmp : "/tmp", dir);
+    s.work_dir = w;
+    s.flags |= (unsigned)flags;
     char err[512];
-    int rc = platform_open("k3", &s, &P, err, sizeof err);
+    int rc = platform_open("k3", &s, p, err, sizeof err);
     if (rc) {
         fprintf(stderr, "platform_open: %s\n", err);
         return -1;
     }
     return 0;
+}
+
+/* Short timing settings and the given plat_set_flags, into *p. */
+static inline int k3_open(const char *dir, int flags, struct platform **p)
+{
+    return k3_open_with(dir, NULL, flags, p);
+}
+
+/* The group's platform P, with the settings in base (NULL: short timing). */
+static inline int k3_group_open_set(const char *dir, const struct plat_settings *base)
+{
+    return k3_open_with(dir, base, 0, &P);
+}
+
+static inline int k3_group_open(const char *dir)
+{
+    return k3_open(dir, 0, &P);
 }
 
 static int group_teardown(void **state)

@@ -18,13 +18,14 @@
 
 #include <cJSON.h>
 
-#include "core/graph.h"
+#include "core/graph/graph.h"
 #include "net/llm.h"
 #include "platform/k3/k3_templates.h"
 #include "store/queue.h"
 #include "store/store.h"
 
 #include "tls_server.c"
+#include "context_check.c"
 
 static struct ts_pki pki;
 
@@ -40,11 +41,21 @@ static const char *SUITE = "{\"suite\":\"one\",\"tasks\":["
 static const char *write_suite(void)
 {
     const char *p = tpath("one.json");
-    FILE *f = fopen(p, "w");
-    assert_non_null(f);
-    fputs(SUITE, f);
-    fclose(f);
+    test_write_text(p, SUITE);
     return p;
+}
+
+/* The id of task `name` in the store at db (opened and closed here). */
+static void task_id_of(const char *db, const char *name, uint8_t id[32])
+{
+    struct store *st;
+    char err[256];
+    struct graph g;
+    assert_int_equal(store_open(db, &st, err, sizeof err), 0);
+    graph_init(&g, st);
+    assert_int_equal(graph_task_find(&g, name, id), 0);
+    graph_free(&g);
+    store_close(st);
 }
 
 /* A chat completion whose content is the reply format around src. */
@@ -101,10 +112,10 @@ static char *good_source(void)
 {
     const struct k3_template *tp = k3_template_for(PLAT_OP_ADD);
     int v[K3_PARAM_MAX];
-    k3_point_default(tp, v);
+    plat_point_default(&tp->sp, v);
     v[0] = 2; /* LMUL 2: a valid point that is not the default (usually) */
-    if (!k3_point_valid(tp, v))
-        k3_point_default(tp, v);
+    if (!plat_point_valid(&tp->sp, v))
+        plat_point_default(&tp->sp, v);
     char *src = k3_point_source(tp, v, NULL);
     assert_non_null(src);
     return src;
@@ -112,21 +123,21 @@ static char *good_source(void)
 
 static void llm_env(int port)
 {
-    char url[128];
-    snprintf(url, sizeof url, "https://127.0.0.1:%d/v1", port);
-    setenv("KOPE_LLM_BASE_URL", url, 1);
-    setenv("KOPE_LLM_MODEL", "test-model", 1);
-    setenv("KOPE_LLM_CA_FILE", pki.ca, 1);
-    setenv("KOPE_LLM_API_KEY", "sk-test", 1);
-    setenv("KOPE_LLM_RETRIES", "0", 1);
-    setenv("KOPE_LLM_TIMEOUT_MS", "5000", 1);
+    ts_llm_env(port, pki.ca);
     unsetenv("KOPE_CONFIG");
-    unsetenv("https_proxy");
-    unsetenv("HTTPS_PROXY");
+}
+
+/* A loopback LLM server replaying script, and kope's environment pointed at it. */
+static void serve_llm(struct ts_server *srv, const struct ts_reply *script, int n)
+{
+    assert_int_equal(ts_start(srv, pki.cert, pki.key, script, n), 0);
+    llm_env(srv->port);
 }
 
 struct llm_count {
     int dec, llm, pass, compile_error, wrong;
+    int llm_cached;   /* passing LLM trials measured against the run's cached baselines */
+    int llm_emulated; /* passing LLM trials measured under emulation */
     long tokens;
 };
 
@@ -154,6 +165,8 @@ static void count_llm(const char *db, struct llm_count *c)
             assert_true(cJSON_IsObject(tk));
             c->tokens += (long)cJSON_GetObjectItemCaseSensitive(tk, "in")->valuedouble +
                          (long)cJSON_GetObjectItemCaseSensitive(tk, "out")->valuedouble;
+            c->llm_cached += cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ob, "baselines_cached"));
+            c->llm_emulated += cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ob, "emulated"));
         }
         assert_true(cJSON_IsString(st_));
         c->pass += strcmp(st_->valuestring, "pass") == 0;
@@ -175,8 +188,7 @@ static void test_llm_loop(void **state)
     const struct ts_reply script[] = {{.status = 200, .body = b1}, {.status = 200, .body = b2},
                                       {.status = 200, .body = b3}};
     struct ts_server srv;
-    assert_int_equal(ts_start(&srv, pki.cert, pki.key, script, 3), 0);
-    llm_env(srv.port);
+    serve_llm(&srv, script, 3);
     const char *db = tpath("llm.db"), *suite = write_suite();
     test_store_init(db);
     int rc = run_cmd(out, sizeof out, "%s --db %s run --suite %s --budget 4", kope_bin(), db, suite);
@@ -199,11 +211,27 @@ static void test_llm_loop(void **state)
     assert_int_equal(c.wrong, 1);
     assert_int_equal(c.pass, 2);
     assert_int_equal(c.tokens, 450);
+    /* under emulation the passing LLM kernel was measured alone, against the
+     * baselines the tuner's first trial measured (the loop's cache); natively
+     * every trial measures its own */
+    assert_int_equal(c.llm_cached, c.llm_emulated);
+#if defined(__x86_64__)
+    assert_int_equal(c.llm_emulated, 1); /* k3 kernels run under qemu on this host */
+#endif
     /* each call is in the queue, applied */
     rc = run_cmd(out, sizeof out, "%s --db %s queue list", kope_bin(), db);
     assert_int_equal(rc, 0);
     assert_null(strstr(out, "pending"));
     assert_non_null(strstr(out, "done"));
+    /* the token cap counts the next call's cost (prompt + up to max_tokens)
+     * before it is made: a cap the first call could pass sends nothing */
+    rc = run_cmd(out, sizeof out, "%s --db %s run --suite %s --budget 2 --fresh --tokens 10000", kope_bin(), db,
+                 suite);
+    if (rc != 0)
+        print_error("%s\n", out);
+    assert_int_equal(rc, 0);
+    assert_int_equal(srv.n_req, 3);
+    assert_non_null(strstr(out, "would pass the run's token cap"));
     /* --offline never calls */
     rc = run_cmd(out, sizeof out, "%s --db %s run --suite %s --budget 2 --offline", kope_bin(), db, suite);
     assert_int_equal(rc, 0);
@@ -212,6 +240,24 @@ static void test_llm_loop(void **state)
     free(b1);
     free(b2);
     free(b3);
+    free(good);
+}
+
+/* `kope queue flush` against a server answering one good kernel: exits 0
+ * after exactly one request (out gets its output). */
+static void flush_one_good(const char *db, char *out, size_t cap)
+{
+    char *good = good_source(), *body = chat_body("lmul2", good);
+    const struct ts_reply script[] = {{.status = 200, .body = body}};
+    struct ts_server srv;
+    serve_llm(&srv, script, 1);
+    int rc = run_cmd(out, cap, "%s --db %s queue flush", kope_bin(), db);
+    if (rc != 0)
+        print_error("%s\n", out);
+    assert_int_equal(rc, 0);
+    assert_int_equal(srv.n_req, 1);
+    ts_stop(&srv);
+    free(body);
     free(good);
 }
 
@@ -235,9 +281,42 @@ static void test_link_down_queues(void **state)
     rc = run_cmd(out, sizeof out, "%s --db %s queue flush", kope_bin(), db);
     assert_int_equal(rc, 1);
     assert_non_null(strstr(out, "still queued 1"));
-    /* drop it: nothing left to send */
-    rc = run_cmd(out, sizeof out, "%s --db %s queue drop 1", kope_bin(), db);
-    assert_int_equal(rc, 0);
+    /* the link is back: the flushed reply is a trial of the run that queued
+     * the call, and its tokens count toward that run */
+    flush_one_good(db, out, sizeof out);
+    struct store *st;
+    char err[256], *cur = NULL;
+    int64_t run = 0;
+    assert_int_equal(store_open(db, &st, err, sizeof err), 0);
+    assert_int_equal(store_run_find(st, "one", "done", &run, &cur), 0);
+    cJSON *cj = cJSON_Parse(cur);
+    assert_non_null(cj);
+    assert_int_equal((long)cJSON_GetObjectItemCaseSensitive(cj, "tokens")->valuedouble, 150);
+    cJSON_Delete(cj);
+    free(cur);
+    struct graph g;
+    graph_init(&g, st);
+    uint8_t id[32];
+    assert_int_equal(graph_task_find(&g, "add-a", id), 0);
+    struct graph_tree t;
+    assert_int_equal(graph_tree_load(&g, id, &t), 0);
+    int llm = 0;
+    for (size_t i = 0; i < t.n; i++) {
+        const cJSON *bd = cJSON_GetObjectItemCaseSensitive(t.nodes[i].dec.json, "body");
+        const cJSON *who = cJSON_GetObjectItemCaseSensitive(bd, "proposer");
+        if (cJSON_IsString(who) && strcmp(who->valuestring, "llm") == 0) {
+            llm++;
+            const cJSON *rn = cJSON_GetObjectItemCaseSensitive(bd, "run");
+            assert_true(cJSON_IsNumber(rn));
+            assert_int_equal((int64_t)rn->valuedouble, run);
+            assert_int_equal((int)cJSON_GetObjectItemCaseSensitive(bd, "trial")->valuedouble, 4);
+        }
+    }
+    assert_int_equal(llm, 1);
+    graph_tree_free(&t);
+    graph_free(&g);
+    store_close(st);
+    /* applied: nothing left to drop */
     rc = run_cmd(out, sizeof out, "%s --db %s queue drop 1", kope_bin(), db);
     assert_int_equal(rc, 1);
     rc = run_cmd(out, sizeof out, "%s --db %s queue bogus", kope_bin(), db);
@@ -328,22 +407,10 @@ static void test_malformed_row_not_link_down(void **state)
     int64_t qids[N_CALLS_MAX];
     int nq = 0;
     push_calls(db, task, 1, qids, &nq);
-    char *good = good_source(), *body = chat_body("lmul2", good);
-    const struct ts_reply script[] = {{.status = 200, .body = body}};
-    struct ts_server srv;
-    assert_int_equal(ts_start(&srv, pki.cert, pki.key, script, 1), 0);
-    llm_env(srv.port);
-    rc = run_cmd(out, sizeof out, "%s --db %s queue flush", kope_bin(), db);
-    if (rc != 0)
-        print_error("%s\n", out);
-    assert_int_equal(rc, 0);
+    flush_one_good(db, out, sizeof out);
     assert_non_null(strstr(out, "sent 1, applied 1, still queued 0"));
-    assert_int_equal(srv.n_req, 1);
     rc = run_cmd(out, sizeof out, "%s --db %s queue list", kope_bin(), db);
     assert_non_null(strstr(out, "malformed prompt"));
-    ts_stop(&srv);
-    free(body);
-    free(good);
 }
 
 static void test_queue_kill(void **state)
@@ -357,16 +424,7 @@ static void test_queue_kill(void **state)
     int rc = run_cmd(out, sizeof out, "%s --db %s run --suite %s --budget 1 --offline", kope_bin(), db, suite);
     assert_int_equal(rc, 0);
     uint8_t task[32];
-    {
-        struct store *st;
-        char err[256];
-        struct graph g;
-        assert_int_equal(store_open(db, &st, err, sizeof err), 0);
-        graph_init(&g, st);
-        assert_int_equal(graph_task_find(&g, "add-a", task), 0);
-        graph_free(&g);
-        store_close(st);
-    }
+    task_id_of(db, "add-a", task);
     int64_t qids[N_CALLS_MAX];
     int nq = 0;
     push_calls(db, task, 8, qids, &nq);
@@ -388,8 +446,7 @@ static void test_queue_kill(void **state)
         script[i].body = bodies[i];
     }
     struct ts_server srv;
-    assert_int_equal(ts_start(&srv, pki.cert, pki.key, script, N_REPLIES), 0);
-    llm_env(srv.port);
+    serve_llm(&srv, script, N_REPLIES);
     srand((unsigned)time(NULL) ^ (unsigned)getpid());
     /* kill `kope queue flush` at random points until N_KILLS kills have
      * landed mid-work; when the queue runs dry, more calls are queued */
@@ -468,11 +525,8 @@ static void test_run_starts_from_graph_best(void **state)
     (void)state;
     static char out[65536];
     const char *sp = tpath("silu.json");
-    FILE *f = fopen(sp, "w");
-    assert_non_null(f);
-    fputs("{\"suite\":\"s\",\"tasks\":[{\"name\":\"silu-a\",\"op\":\"silu\",\"dtype\":\"f32\","
-          "\"shape\":{\"n\":4864}}]}", f);
-    fclose(f);
+    test_write_text(sp, "{\"suite\":\"s\",\"tasks\":[{\"name\":\"silu-a\",\"op\":\"silu\",\"dtype\":\"f32\","
+                        "\"shape\":{\"n\":4864}}]}");
     const char *db = tpath("best.db");
     test_store_init(db);
     unsetenv("KOPE_LLM_BASE_URL");
@@ -484,11 +538,7 @@ static void test_run_starts_from_graph_best(void **state)
     struct store *st;
     char err[256];
     struct graph g;
-    assert_int_equal(store_open(db, &st, err, sizeof err), 0);
-    graph_init(&g, st);
-    assert_int_equal(graph_task_find(&g, "silu-a", task), 0);
-    graph_free(&g);
-    store_close(st);
+    task_id_of(db, "silu-a", task);
     {
         /* ranking needs a claimed ratio (the icount plugin); without one
          * every pass ties and the oldest stays best, so there is nothing
@@ -519,8 +569,7 @@ static void test_run_starts_from_graph_best(void **state)
     char *b1 = chat_body("poly5", better), *b2 = chat_body("broken", BAD_COMPILE);
     const struct ts_reply script[] = {{.status = 200, .body = b1}, {.status = 200, .body = b2}};
     struct ts_server srv;
-    assert_int_equal(ts_start(&srv, pki.cert, pki.key, script, 2), 0);
-    llm_env(srv.port);
+    serve_llm(&srv, script, 2);
     rc = run_cmd(out, sizeof out, "%s --db %s queue flush", kope_bin(), db);
     if (rc != 0)
         print_error("%s\n", out);
@@ -568,41 +617,6 @@ static void test_run_starts_from_graph_best(void **state)
     free(better);
 }
 
-/* The system and user messages of a chat request the server received. */
-static void sent_messages(const struct ts_request *rq, char **sys, char **usr)
-{
-    cJSON *j = cJSON_ParseWithLength(rq->body, rq->body_len);
-    assert_non_null(j);
-    const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "messages");
-    assert_int_equal(cJSON_GetArraySize(m), 2);
-    *sys = strdup(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(m, 0), "content")->valuestring);
-    *usr = strdup(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(m, 1), "content")->valuestring);
-    cJSON_Delete(j);
-}
-
-/* `kope context` printed exactly these two messages. */
-static void assert_context_is(const char *ctx_out, const struct ts_request *rq)
-{
-    char *sys, *usr;
-    sent_messages(rq, &sys, &usr);
-    const char *a = strstr(ctx_out, "\n===== system =====\n");
-    assert_non_null(a);
-    a += strlen("\n===== system =====\n");
-    const char *b = strstr(a, "\n===== user =====\n");
-    assert_non_null(b);
-    size_t ns = (size_t)(b - a);
-    if (ns != strlen(sys) || memcmp(a, sys, ns) != 0)
-        fail_msg("system message differs: context %zu bytes, sent %zu", ns, strlen(sys));
-    b += strlen("\n===== user =====\n");
-    size_t nu = strlen(b);
-    if (nu && b[nu - 1] == '\n' && (!usr[0] || usr[strlen(usr) - 1] != '\n'))
-        nu--; /* the printout ends its last line */
-    if (nu != strlen(usr) || memcmp(b, usr, nu) != 0)
-        fail_msg("user message differs: context %zu bytes, sent %zu", nu, strlen(usr));
-    free(sys);
-    free(usr);
-}
-
 /* `kope context TASK` is byte for byte the prompt the next `kope run`
  * sends: for a new run (the task's best, no feedback) and for a run that
  * will be resumed (its trials' feedback), against what the loopback server
@@ -621,8 +635,7 @@ static void test_context_is_what_run_sends(void **state)
     const struct ts_reply script[] = {{.status = 200, .body = b1}, {.status = 200, .body = b2},
                                       {.status = 200, .body = b2, .mode = TS_STALL}};
     struct ts_server srv;
-    assert_int_equal(ts_start(&srv, pki.cert, pki.key, script, 3), 0);
-    llm_env(srv.port);
+    serve_llm(&srv, script, 3);
     /* a new run next: the prompt of its first trial */
     rc = run_cmd(ctx1, sizeof ctx1, "%s --db %s context add-a --suite %s", kope_bin(), db, suite);
     if (rc != 0)
@@ -663,8 +676,7 @@ static void test_context_is_what_run_sends(void **state)
     assert_non_null(strstr(ctx2, "wrong_result"));     /* and trial 2's verdict */
     char *good = good_source(), *b3 = chat_body("lmul2", good);
     const struct ts_reply script2[] = {{.status = 200, .body = b3}};
-    assert_int_equal(ts_start(&srv, pki.cert, pki.key, script2, 1), 0);
-    llm_env(srv.port);
+    serve_llm(&srv, script2, 1);
     rc = run_cmd(out, sizeof out, "%s --db %s run --suite %s --task add-a --budget 3", kope_bin(), db, suite);
     if (rc != 0)
         print_error("%s\n", out);
@@ -690,8 +702,7 @@ static void test_truncated_and_reasoning_only(void **state)
          *b2 = chat_raw("", "stop", "a very long chain of thought that never produced an answer");
     const struct ts_reply script[] = {{.status = 200, .body = b1}, {.status = 200, .body = b2}};
     struct ts_server srv;
-    assert_int_equal(ts_start(&srv, pki.cert, pki.key, script, 2), 0);
-    llm_env(srv.port);
+    serve_llm(&srv, script, 2);
     const char *db = tpath("cut.db"), *suite = write_suite();
     test_store_init(db);
     int rc = run_cmd(out, sizeof out, "%s --db %s run --suite %s --budget 3", kope_bin(), db, suite);

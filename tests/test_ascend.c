@@ -59,11 +59,18 @@ static char *kernel_src(const char *name, size_t *len)
     return s;
 }
 
+/* The target's own keys, as the config would give them (platform.ascend.*). */
+static const char *fake_own(const void *own, const char *target, const char *key)
+{
+    (void)own;
+    assert_string_equal(target, "ascend");
+    return strcmp(key, "home") == 0 ? g_fake : strcmp(key, "npu_smi") == 0 ? g_smi : NULL;
+}
+
 static void settings_fake(struct plat_settings *s)
 {
     plat_settings_init(s);
-    s->toolkit_home = g_fake;
-    s->npu_smi = g_smi;
+    s->own_str = fake_own;
     s->work_dir = tpath("work");
     s->min_repeat_ms = 5;
     s->max_repeats = 30;
@@ -225,6 +232,66 @@ static void test_screen(void **state)
                              "extern \"C\" __global__ __aicore__ void kope_kernel(GM_ADDR x) {}\n";
     assert_int_equal(asc_screen_source(up, sizeof up - 1, &rule, detail, sizeof detail), 1);
     assert_int_equal(rule, PLAT_SCREEN_HEADER);
+    /* host-side code (issue 11): the kernel file is also compiled for the
+     * host side of the library the host program links, so a host function,
+     * a global object's constructor or a load-time initializer would run in
+     * the process that judges; and nothing may hide words from this scan */
+    s = kernel_src("add_host_strcmp.cpp", &len); /* interposes libc's strcmp */
+    assert_int_equal(asc_screen_source(s, len, &rule, detail, sizeof detail), 1);
+    assert_int_equal(rule, PLAT_SCREEN_CTOR);
+    assert_non_null(strstr(detail, "line 11"));
+    free(s);
+#define KERN "extern \"C\" __global__ __aicore__ void kope_kernel(GM_ADDR x) { int a = 1; }\n"
+    static const struct { const char *src; enum plat_screen_rule want; } bad[] = {
+        {"static void grab(int *p) { *p = 1; }\n" KERN, PLAT_SCREEN_CTOR},
+        {"struct G { G() { } };\nstatic G g;\n" KERN, PLAT_SCREEN_CTOR},
+        {"struct G { __aicore__ G() {} };\nG g;\n" KERN, PLAT_SCREEN_STATE},
+        {"struct G { __aicore__ G() {} };\nG g{};\n" KERN, PLAT_SCREEN_STATE},
+        {"struct S { int a; } s;\n" KERN, PLAT_SCREEN_STATE},
+        {"static int x = [] { return 1; }();\n" KERN, PLAT_SCREEN_STATE},
+        {"int counter;\n" KERN, PLAT_SCREEN_STATE},
+        {"struct S { static int n; };\n" KERN, PLAT_SCREEN_STATE},
+        {"#define S(a, b) a##b\n" KERN, PLAT_SCREEN_ATTRIBUTE},
+        {"#define CT __attribute__((constructor))\n" KERN, PLAT_SCREEN_ATTRIBUTE},
+        {"#pragma clang attribute push (__attribute__((used)), apply_to = function)\n" KERN,
+         PLAT_SCREEN_ATTRIBUTE},
+        {"_Pragma(\"GCC visibility push(default)\")\n" KERN, PLAT_SCREEN_ATTRIBUTE},
+        {"static int q = sys\\\ntem(\"id\");\n" KERN, PLAT_SCREEN_ATTRIBUTE},
+        {"// a comment \\\nint counter;\n" KERN, PLAT_SCREEN_ATTRIBUTE},
+        {"%:include \"/etc/passwd\"\n" KERN, PLAT_SCREEN_ATTRIBUTE},
+        {"#import \"/etc/passwd\"\n" KERN, PLAT_SCREEN_HEADER},
+        {"#embed \"/etc/passwd\"\n" KERN, PLAT_SCREEN_HEADER},
+        {"constexpr const char *r = R\"(\")\"; int z;\n" KERN, PLAT_SCREEN_ATTRIBUTE},
+        {"constexpr int N = 1'000; __attribute__((constructor)) void f() {}\n" KERN, PLAT_SCREEN_CTOR},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = asc_screen_source(bad[i].src, strlen(bad[i].src), &rule, detail, sizeof detail);
+        if (rc != 1 || rule != bad[i].want)
+            fprintf(stderr, "bad[%zu]: rc %d rule %d (%s)\n", i, rc, (int)rule, detail);
+        assert_int_equal(rc, 1);
+        assert_int_equal(rule, bad[i].want);
+    }
+    /* honest forms a kernel file uses stay allowed */
+    static const char *const good[] = {
+        "#define TILE 2048\n#define NEG (-3) // comment\n" KERN,
+        "typedef struct { int a; } S;\nenum class E { A = 1, B };\nenum F : int { C = 2 };\n" KERN,
+        "template <typename T> __aicore__ inline T mx(T a, T b) { return a > b ? a : b; }\n"
+        "__aicore__ inline void fwd();\n" KERN,
+        "static_assert(sizeof(float) == 4, \"f32\");\nconst float HALF = 0.5f;\n"
+        "constexpr float TBL[3] = {1, 2, 3};\nnamespace { constexpr int Q = 3; }\n" KERN,
+        "class K {\npublic:\n    __aicore__ inline K() {}\n"
+        "    __aicore__ inline void Init(GM_ADDR x) { for (int i = 0; i < 3; i++) { v_ = i; } }\n"
+        "    static constexpr int W = 4;\nprivate:\n    int v_;\n    int arr_[4] = {0};\n};\n"
+        "constexpr int SEP = 1'000;\n" KERN,
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        int rc = asc_screen_source(good[i], strlen(good[i]), &rule, detail, sizeof detail);
+        if (rc)
+            fprintf(stderr, "good[%zu]: %s\n", i, detail);
+        assert_int_equal(rc, 0);
+    }
+#undef KERN
+    /* every starter passes the screen (test_starters builds them too) */
 }
 
 /* ---------------------------------------------------------- discovery --- */
@@ -333,6 +400,10 @@ static void verify_built(struct platform *p, const struct plat_task *t, const st
     assert_true(v->emulated);
     assert_true(v->n_cases >= 8); /* task, reseeded, >= 6 awkward shapes */
     assert_string_equal(v->cases[1].label, "task-reseeded");
+    int special = 0; /* the special-value case of the op's shape kind (verdict.h) ran, and passed */
+    for (int i = 0; i < v->n_cases; i++)
+        special += strstr(v->cases[i].label, "special") != NULL && v->cases[i].pass;
+    assert_true(special >= 1 || t->op == PLAT_OP_SUM || t->op == PLAT_OP_MEAN); /* none for those two */
     free(v);
 }
 
@@ -523,6 +594,91 @@ static void test_fail_results(void **state)
     verify_fails(p, "add_wrong.cpp", PLAT_FAIL_WRONG_RESULT, "case task");
     verify_fails(p, "add_unwritten.cpp", PLAT_FAIL_UNWRITTEN_OUTPUT, NULL);
     verify_fails(p, "add_oob.cpp", PLAT_FAIL_OUT_OF_BOUNDS_WRITE, NULL);
+    /* right on every ordinary range, NaN flushed to 0: only the special
+     * values (verdict.h, shared with the K3 harness) catch it */
+    verify_fails(p, "add_nan_flush.cpp", PLAT_FAIL_WRONG_RESULT, "case n=1031,special");
+    platform_close(p);
+}
+
+/* A report that is not exactly what kope asked for (a case omitted,
+ * renamed, with another shape, twice, one more, a line after `done`) is
+ * refused, however good its cases look: the fake ACL runtime edits the
+ * finished report of an honest kernel (FAKE_REPORT_EDIT), as code linked
+ * into the host program could. Also in measure mode. */
+static void test_report_edited(void **state)
+{
+    (void)state;
+    struct platform *p = open_fake();
+    struct plat_task t;
+    task_init(&t, PLAT_OP_ADD);
+    t.n = 1000;
+    struct plat_build b;
+    build_ok(p, &t, "add_ok.cpp", &b);
+    static const char *const edits[] = {"omit", "rename", "shape", "dup", "after", "extra"};
+    struct plat_verify *v = calloc(1, sizeof *v);
+    for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
+        setenv("FAKE_REPORT_EDIT", edits[i], 1);
+        memset(v, 0, sizeof *v);
+        assert_int_equal(platform_verify(p, &t, &b, v), 0);
+        if (v->pass || v->reason != PLAT_FAIL_HARNESS)
+            fprintf(stderr, "edit %s: %s %s\n", edits[i], plat_fail_name(v->reason), v->detail);
+        assert_false(v->pass);
+        assert_int_equal(v->reason, PLAT_FAIL_HARNESS);
+        assert_non_null(strstr(v->detail, "report refused"));
+    }
+    struct plat_measure m;
+    setenv("FAKE_REPORT_EDIT", "extra", 1);
+    memset(&m, 0, sizeof m);
+    assert_int_equal(platform_measure(p, &t, &b, &m), 0);
+    assert_false(m.ok);
+    assert_int_equal(m.reason, PLAT_FAIL_HARNESS);
+    assert_non_null(strstr(m.detail, "report refused"));
+    setenv("FAKE_REPORT_EDIT", "none", 1); /* knob set, nothing edited: passes */
+    memset(v, 0, sizeof *v);
+    assert_int_equal(platform_verify(p, &t, &b, v), 0);
+    assert_true(v->pass);
+    platform_build_free(p, &b);
+    /* a wrong kernel whose report says PASS for every case (the flag comes
+     * from strcmp in the host program: a candidate that interposed it) */
+    build_ok(p, &t, "add_wrong.cpp", &b);
+    setenv("FAKE_REPORT_EDIT", "forge", 1);
+    memset(v, 0, sizeof *v);
+    assert_int_equal(platform_verify(p, &t, &b, v), 0);
+    assert_false(v->pass);
+    assert_int_equal(v->reason, PLAT_FAIL_HARNESS);
+    assert_non_null(strstr(v->detail, "PASS flag 1 with reason wrong_result"));
+    unsetenv("FAKE_REPORT_EDIT");
+    free(v);
+    platform_build_free(p, &b);
+    platform_close(p);
+}
+
+/* Every launch whose time counts is checked (issue 11): a kernel right for
+ * fresh inputs and junk for repeated ones (it remembers its inputs in their
+ * padding) passes verification and the pre/post-timing checks, and is caught
+ * in the first timed sample. */
+static void test_timed_launches_checked(void **state)
+{
+    (void)state;
+    struct platform *p = open_fake();
+    struct plat_task t;
+    task_init(&t, PLAT_OP_ADD);
+    t.n = 1000;
+    struct plat_build b;
+    build_ok(p, &t, "add_stash_skip.cpp", &b);
+    struct plat_verify *v = calloc(1, sizeof *v);
+    assert_int_equal(platform_verify(p, &t, &b, v), 0);
+    assert_true(v->pass); /* every verification launch has fresh inputs */
+    free(v);
+    struct plat_measure m;
+    memset(&m, 0, sizeof m);
+    assert_int_equal(platform_measure(p, &t, &b, &m), 0);
+    if (m.ok || m.reason != PLAT_FAIL_WRONG_RESULT)
+        fprintf(stderr, "stash-skip measure: %s %s\n", plat_fail_name(m.reason), m.detail);
+    assert_false(m.ok);
+    assert_int_equal(m.reason, PLAT_FAIL_WRONG_RESULT);
+    assert_non_null(strstr(m.detail, "timed sample"));
+    platform_build_free(p, &b);
     platform_close(p);
 }
 
@@ -638,6 +794,8 @@ int main(void)
         cmocka_unit_test(test_fail_compile),
         cmocka_unit_test(test_fail_results),
         cmocka_unit_test(test_fail_runtime),
+        cmocka_unit_test(test_report_edited),
+        cmocka_unit_test(test_timed_launches_checked),
         cmocka_unit_test(test_aclnn_headers_differ),
         cmocka_unit_test(test_starters),
     };

@@ -15,10 +15,11 @@
 
 #include <cJSON.h>
 
-#include "core/graph.h"
+#include "core/graph/graph.h"
 #include "store/store.h"
 
 #include "tls_server.c"
+#include "context_check.c"
 
 /* tls_server.c helpers this test does not use */
 static void unused_ts(void) __attribute__((unused));
@@ -216,16 +217,7 @@ static void test_run_llm_failure_kinds(void **state)
     }
     struct ts_server srv;
     assert_int_equal(ts_start(&srv, pki.cert, pki.key, script, N), 0);
-    char url[128];
-    snprintf(url, sizeof url, "https://127.0.0.1:%d/v1", srv.port);
-    setenv("KOPE_LLM_BASE_URL", url, 1);
-    setenv("KOPE_LLM_MODEL", "test-model", 1);
-    setenv("KOPE_LLM_CA_FILE", pki.ca, 1);
-    setenv("KOPE_LLM_API_KEY", "sk-test", 1);
-    setenv("KOPE_LLM_RETRIES", "0", 1);
-    setenv("KOPE_LLM_TIMEOUT_MS", "5000", 1);
-    unsetenv("https_proxy");
-    unsetenv("HTTPS_PROXY");
+    ts_llm_env(srv.port, pki.ca);
     const char *cfg = write_config();
     const char *suite = write_suite(
         "add.json", "{\"suite\":\"ascend-add\",\"tasks\":["
@@ -260,11 +252,78 @@ static void test_run_llm_failure_kinds(void **state)
     unsetenv("KOPE_LLM_BASE_URL");
 }
 
+/* `kope context TASK --platform ascend` is byte for byte the prompt the
+ * next `kope run --platform ascend` sends (the same builder with the target's
+ * prompt contract), against what the loopback server receives; and that
+ * prompt is the Ascend target's: its contract, signature, fence language
+ * and knowledge, no RISC-V notes. */
+static void test_context_is_what_run_sends(void **state)
+{
+    (void)state;
+    if (!g_src[0]) {
+        print_message("skip: no source tree ($KOPE_SRC or $KOPE_BIN)\n");
+        skip();
+    }
+    static char out[65536], ctx[262144];
+    const char *cfg = write_config();
+    const char *suite = write_suite(
+        "ctx.json", "{\"suite\":\"ascend-ctx\",\"tasks\":["
+                    "{\"name\":\"add-a\",\"op\":\"add\",\"dtype\":\"f32\",\"shape\":{\"n\":1000}}]}");
+    const char *db = tpath("ctx.db");
+    test_store_init(db);
+    unsetenv("KOPE_LLM_BASE_URL");
+    /* run 1, offline: the starter is the task's best */
+    int rc = run_cmd(out, sizeof out, "%s --db %s --config %s run --suite %s --budget 1 --offline", kope_bin(),
+                     db, cfg, suite);
+    if (rc)
+        print_error("%s\n", out);
+    assert_int_equal(rc, 0);
+    char *src = kernel_file("add_ok.cpp"), *body = chat_body("ok", src);
+    const struct ts_reply script[] = {{.status = 200, .body = body}};
+    struct ts_server srv;
+    assert_int_equal(ts_start(&srv, pki.cert, pki.key, script, 1), 0);
+    ts_llm_env(srv.port, pki.ca);
+    /* the target from the command line, as a user would give it */
+    rc = run_cmd(ctx, sizeof ctx, "%s --db %s --config %s context add-a --suite %s --platform ascend", kope_bin(),
+                 db, cfg, suite);
+    if (rc)
+        print_error("%s\n", ctx);
+    assert_int_equal(rc, 0);
+    rc = run_cmd(out, sizeof out, "%s --db %s --config %s run --suite %s --task add-a --budget 1 --platform ascend",
+                 kope_bin(), db, cfg, suite);
+    if (rc)
+        print_error("%s\n", out);
+    assert_int_equal(rc, 0);
+    assert_int_equal(srv.n_req, 1);
+    assert_context_is(ctx, &srv.req[0]);
+    /* the ascend contract, not the k3 one */
+    char *sys, *usr;
+    sent_messages(&srv.req[0], &sys, &usr);
+    assert_non_null(strstr(sys, "for the ascend target (an Ascend NPU"));
+    assert_non_null(strstr(sys, "\"kope_ascend.h\""));
+    assert_non_null(strstr(sys, "\n```cpp\n"));
+    assert_null(strstr(sys, "riscv_vector.h"));
+    assert_non_null(strstr(usr, "__global__ __aicore__ void kope_kernel(GM_ADDR x, GM_ADDR y, GM_ADDR out"));
+    /* the starter as current best, fenced in the target's language */
+    assert_non_null(strstr(usr, "## Current best kernel (pass)\n```cpp\n// kope built-in Ascend C starter"));
+    /* knowledge: the target's files (the printout names each item's ref) */
+    assert_non_null(strstr(ctx, "knowledge/ascendc.md#"));
+    assert_null(strstr(ctx, "knowledge/rvv-intrinsics.md"));
+    assert_null(strstr(ctx, "knowledge/x100-k3.md"));
+    free(sys);
+    free(usr);
+    ts_stop(&srv);
+    free(src);
+    free(body);
+    unsetenv("KOPE_LLM_BASE_URL");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_offline_every_family),
         cmocka_unit_test(test_run_llm_failure_kinds),
+        cmocka_unit_test(test_context_is_what_run_sends),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

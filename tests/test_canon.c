@@ -7,7 +7,7 @@
 #include <cJSON.h>
 
 #include "core/buf.h"
-#include "core/canon.h"
+#include "core/graph/canon.h"
 #include "core/err.h"
 
 static char *canon_of(const char *json, int *rc_out)

@@ -6,9 +6,13 @@
 #include "testutil.h"
 
 #include <cJSON.h>
+#include <curl/curl.h>
+#include <mbedtls/version.h>
+#include <sqlite3.h>
 
-#include "core/graph.h"
+#include "core/graph/graph.h"
 #include "core/util.h"
+#include "core/version.h"
 #include "store/store.h"
 
 static char out[1 << 16];
@@ -183,10 +187,158 @@ static void test_bad_files(void **s)
     assert_int_equal(KOPE("--db nokey.db graph stats", DIR_ARGS), 0);
 }
 
+/* ---- `kope version`: every line checked against the real thing ----- */
+
+/* The value of the line that starts with "name " in text, or fail. */
+static const char *version_field(const char *text, const char *name, char *val, size_t cap)
+{
+    size_t nl = strlen(name);
+    for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        if (strncmp(l, name, nl) == 0 && l[nl] == ' ') {
+            size_t n = strcspn(l + nl + 1, "\n");
+            snprintf(val, cap, "%.*s", (int)(n < cap ? n : cap - 1), l + nl + 1);
+            return val;
+        }
+    }
+    fail_msg("`kope version` has no \"%s\" line:\n%s", name, text);
+    return NULL;
+}
+
+/* The architecture this test program (built like kope) was compiled for,
+ * from the compiler's own macros rather than the Makefile's KOPE_ARCH. */
+static const char *compiled_arch(void)
+{
+#if defined(__x86_64__)
+    return "x86_64";
+#elif defined(__riscv) && __riscv_xlen == 64
+    return "riscv64";
+#elif defined(__aarch64__)
+    return "aarch64";
+#else
+    return "unknown";
+#endif
+}
+
+/* The OpenBLAS the K3 harness links: its version and core as that build of
+ * OpenBLAS wrote them into the riscv64 sysroot's openblas_config.h (kope's
+ * line comes from the sysroot's VERSIONS file: two independent sources). */
+static void harness_openblas(char *version, size_t vcap, char *core, size_t ccap)
+{
+    char path[2300], line[512];
+    snprintf(path, sizeof path, "%s/build/deps/sysroot-riscv64/include/openblas_config.h", test_src_root());
+    FILE *f = fopen(path, "r");
+    if (!f)
+        fail_msg("cannot read %s (the riscv64 sysroot the harness links)", path);
+    version[0] = core[0] = '\0';
+    while (fgets(line, sizeof line, f)) {
+        const char *ob = strstr(line, "OpenBLAS ");
+        if (strncmp(line, "#define OPENBLAS_VERSION ", 25) == 0 && ob)
+            snprintf(version, vcap, "%.*s", (int)strcspn(ob + 9, " \""), ob + 9);
+        char name[64];
+        if (sscanf(line, "#define OPENBLAS_CHAR_CORENAME \"%63[^\"]", name) == 1)
+            snprintf(core, ccap, "%s", name);
+    }
+    fclose(f);
+    if (!version[0] || !core[0])
+        fail_msg("%s names no OPENBLAS_VERSION or OPENBLAS_CHAR_CORENAME", path);
+}
+
+static void test_version_fields(void **s)
+{
+    (void)s;
+    char v[512], want[512];
+    assert_int_equal(KOPE("version", DIR_ARGS), 0);
+    char text[sizeof out];
+    snprintf(text, sizeof text, "%s", out);
+
+    snprintf(want, sizeof want, "%s (%s)", KOPE_VERSION, compiled_arch());
+    assert_string_equal(version_field(text, "kope", v, sizeof v), want);
+    assert_string_equal(version_field(text, "target", v, sizeof v), compiled_arch());
+
+    /* the ISA: the extensions the compiler was told to use */
+    version_field(text, "isa", v, sizeof v);
+    if (strcmp(compiled_arch(), "riscv64") == 0) {
+        assert_true(strncmp(v, "rv64gc", 6) == 0);
+#ifdef __riscv_vector
+        assert_true(strncmp(v, "rv64gcv", 7) == 0);
+#endif
+#ifdef __riscv_zba
+        assert_non_null(strstr(v, "_zba"));
+#endif
+    } else if (strcmp(compiled_arch(), "x86_64") == 0) {
+        assert_string_equal(v, "x86-64");
+    } else {
+        assert_non_null(strstr(v, "armv8"));
+    }
+
+    /* the vector length: this program reads vlenb itself */
+    version_field(text, "vector", v, sizeof v);
+#ifdef __riscv_vector
+    unsigned long vlenb;
+    __asm__ volatile("csrr %0, vlenb" : "=r"(vlenb));
+    snprintf(want, sizeof want, "length %lu bits", vlenb * 8);
+    assert_true(strncmp(v, want, strlen(want)) == 0);
+#else
+    assert_true(strncmp(v, "length none", 11) == 0);
+#endif
+
+    /* the five libraries, each against its own version function */
+    assert_string_equal(version_field(text, "sqlite", v, sizeof v), sqlite3_libversion());
+    char mbed[16];
+    mbedtls_version_get_string(mbed);
+    assert_string_equal(version_field(text, "mbedtls", v, sizeof v), mbed);
+    const curl_version_info_data *cv = curl_version_info(CURLVERSION_NOW);
+    snprintf(want, sizeof want, "%s (TLS %s)", cv->version, cv->ssl_version ? cv->ssl_version : "none");
+    assert_string_equal(version_field(text, "libcurl", v, sizeof v), want);
+    assert_string_equal(version_field(text, "cjson", v, sizeof v), cJSON_Version());
+    char ob[64], core[64];
+    harness_openblas(ob, sizeof ob, core, sizeof core);
+    version_field(text, "openblas", v, sizeof v);
+    snprintf(want, sizeof want, "%s", ob);
+    assert_true(strncmp(v, want, strlen(want)) == 0); /* "0.3.29+ds": Debian's suffix follows */
+    snprintf(want, sizeof want, "TARGET=%s ", core);
+    assert_non_null(strstr(v, want));
+    assert_non_null(strstr(v, "linked into the K3 harness, not into kope"));
+
+    /* --version is its first line, also after a global option */
+    assert_int_equal(KOPE("--db nowhere.db --version", DIR_ARGS), 0);
+    assert_true(strchr(text, '\n') && strlen(out) == (size_t)(strchr(text, '\n') - text + 1));
+    assert_true(strncmp(out, text, strlen(out)) == 0);
+}
+
+/* A riscv64 kope on a core without V: `kope version` says so from the
+ * start-up check's V-free code instead of dying of SIGILL in main. */
+static void test_version_without_vector_unit(void **s)
+{
+    (void)s;
+    const char *bin = getenv("KOPE_BIN_TARGET");
+    if (strcmp(compiled_arch(), "riscv64") != 0 || !bin || !*bin) {
+        print_message("skip: needs the riscv64 kope under qemu-riscv64 (make test ARCH=riscv64)\n");
+        skip();
+    }
+    char v[256];
+    static const char *const forms[] = {"version", "--db x.db version", "--version"};
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        int rc = run_cmd(out, sizeof out,
+                         "cd %s && qemu-riscv64 -L /usr/riscv64-linux-gnu -cpu rv64,v=false %s %s",
+                         getenv("KOPE_TEST_TMP"), bin, forms[i]);
+        if (rc != (strcmp(forms[i], "--version") == 0 ? 0 : 1))
+            fail_msg("`kope %s` without V exited %d:\n%s", forms[i], rc, out);
+        assert_true(strncmp(version_field(out, "kope", v, sizeof v), KOPE_VERSION " (riscv64)",
+                            strlen(KOPE_VERSION " (riscv64)")) == 0);
+        if (i == 2)
+            continue; /* --version: that one line */
+        assert_true(strncmp(version_field(out, "isa", v, sizeof v), "rv64gcv", 7) == 0);
+        assert_non_null(strstr(version_field(out, "vector", v, sizeof v), "no V extension"));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_version_and_usage),
+        cmocka_unit_test(test_version_fields),
+        cmocka_unit_test(test_version_without_vector_unit),
         cmocka_unit_test(test_help_everywhere),
         cmocka_unit_test(test_init_stats),
         cmocka_unit_test(test_log_dot_show),

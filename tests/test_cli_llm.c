@@ -7,9 +7,9 @@
 
 #include <cJSON.h>
 
-#include "core/config.h"
+#include "core/cli/config.h"
 #include "core/err.h"
-#include "core/llm_conf.h"
+#include "core/cli/llm_conf.h"
 #include "testutil.h"
 #include "tls_server.c"
 
@@ -104,6 +104,31 @@ static void test_check_untrusted(void **state)
     assert_non_null(strstr(out, "not trusted"));
     assert_non_null(strstr(out, "kope wrong test CA")); /* which certificate was offered */
     assert_non_null(strstr(out, "HTTP   --    not reached"));
+    assert_int_equal(srv.n_req, 0);
+    ts_stop(&srv);
+}
+
+/* A certificate past its validity: the hint names expiry (or the board's
+ * clock), not the CA file, which is right. */
+static void test_check_expired(void **state)
+{
+    (void)state;
+    struct ts_server srv;
+    char env[2048];
+    const struct ts_reply script[] = {{.status = 200, .body = pong}};
+    assert_int_equal(ts_start(&srv, pki.old_cert, pki.old_key, script, 1), 0);
+    snprintf(env, sizeof env, "KOPE_LLM_BASE_URL=https://127.0.0.1:%d/v1 KOPE_LLM_MODEL=m KOPE_LLM_CA_FILE=%s "
+                              "KOPE_LLM_API_KEY=sk-x", srv.port, pki.old_ca);
+    int rc = check(NULL, env);
+    print_message("%s", out);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "TLS    FAIL"));
+    assert_non_null(strstr(out, "certificate has expired"));
+    const char *h = strstr(out, "hint:");
+    assert_non_null(h);
+    assert_non_null(strstr(h, "expired"));
+    assert_non_null(strstr(h, "clock"));
+    assert_null(strstr(h, "CA file"));
     assert_int_equal(srv.n_req, 0);
     ts_stop(&srv);
 }
@@ -293,6 +318,7 @@ int main(void)
         cmocka_unit_test(test_check_ok),
         cmocka_unit_test(test_check_closed_port),
         cmocka_unit_test(test_check_untrusted),
+        cmocka_unit_test(test_check_expired),
         cmocka_unit_test(test_check_http_error),
         cmocka_unit_test(test_check_config_and_key_file),
         cmocka_unit_test(test_check_names),

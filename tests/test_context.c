@@ -1,6 +1,6 @@
 /*
  * tests/test_context.c - Active Context Management and retrieval
- * (core/context.c, core/retrieve.c, core/tokens.c calibration, the
+ * (core/context/context.c, core/context/retrieve.c, core/context/tokens.c calibration, the
  * task_keys index of store/).
  *
  * Determinism (byte-identical prompts, also from a second handle on the
@@ -14,11 +14,11 @@
 
 #include <math.h>
 
-#include "core/context.h"
+#include "core/context/context.h"
 #include "core/err.h"
-#include "core/retrieve.h"
-#include "core/task.h"
-#include "core/tokens.h"
+#include "core/context/retrieve.h"
+#include "core/task/task.h"
+#include "core/context/tokens.h"
 #include "core/util.h"
 #include "context_fixture.h"
 

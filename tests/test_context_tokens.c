@@ -1,5 +1,5 @@
 /*
- * tests/test_context_tokens.c - the token estimator (core/tokens.c) against a
+ * tests/test_context_tokens.c - the token estimator (core/context/tokens.c) against a
  * real BPE tokenizer on kope's own prompts.
  *
  * Prompts are built by context_build for tasks of the embedded suite (every
@@ -20,9 +20,9 @@
 #include <math.h>
 #include <sys/stat.h>
 
-#include "core/context.h"
-#include "core/task.h"
-#include "core/tokens.h"
+#include "core/context/context.h"
+#include "core/task/task.h"
+#include "core/context/tokens.h"
 #include "context_fixture.h"
 
 #define GPT_TOKENIZER_VERSION "4.0.0"

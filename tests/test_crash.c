@@ -18,7 +18,7 @@
 #include <cJSON.h>
 
 #include "core/err.h"
-#include "core/graph.h"
+#include "core/graph/graph.h"
 #include "core/util.h"
 #include "net/crypto.h"
 #include "store/store.h"

@@ -25,17 +25,29 @@
  *
  * Files the examples name as the user's own are put in the scratch
  * directory first (fixtures() below): my_softmax.c is the shipped softmax
- * template, other-fleet-ca.crt a second fleet's CA made by `kope fleet init`.
+ * template, user-ops.json (with its folder user-ops/) the example suite of
+ * user ops, other-fleet-ca.crt a second fleet's CA made by `kope fleet init`.
  *
  * A second check keeps the docs from citing what is not there: every
  * relative markdown link and every `path` in backticks under one of the
  * source folders must name a file or folder of the repository.
+ *
+ * Two facts the docs state are checked against the program itself: the
+ * headers a candidate may include (every place that lists them names exactly
+ * the screen's one list, k3_allowed_headers: the prompt as `kope context`
+ * prints it, kernel_abi.h's comment, the knowledge file
+ * and docs/K3-HARNESS.md), and docs/STORE.md's schema (its version, tables
+ * and the absence of triggers, read from a store `kope init` made).
  */
 #include "testutil.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
+
+#include "platform/k3/k3.h"
 
 #define DOC_MAX_BYTES (1 << 20)
 #define OUT_CAP (1 << 20)
@@ -301,8 +313,9 @@ static void fixtures(const char *dir, int initialised)
     const char *src = test_src_root();
     assert_int_equal(run_cmd(out, sizeof out,
                              "rm -rf '%s' && mkdir -p '%s/bin' && ln -s '%s' '%s/bin/kope' && "
-                             "cp '%s/platform/k3/embed/kernels/softmax.c' '%s/my_softmax.c'",
-                             dir, dir, kope_bin(), dir, src, dir),
+                             "cp '%s/platform/k3/embed/kernels/softmax.c' '%s/my_softmax.c' && "
+                             "cp -r '%s/suites/user-ops.json' '%s/suites/user-ops' '%s/'",
+                             dir, dir, kope_bin(), dir, src, dir, src, src, dir),
                      0);
     /* another fleet's CA, for `kope fleet trust other-fleet-ca.crt` */
     int rc = run_cmd(out, sizeof out,
@@ -444,7 +457,7 @@ static void test_citations(void **state)
                     len = word;
                 char target[512];
                 snprintf(target, sizeof target, "%.*s", (int)len, t);
-                /* `core/agent.c/.h` style: check the first file */
+                /* `core/agent/agent.c/.h` style: check the first file */
                 char *dup = strstr(target, "/.");
                 if (dup)
                     *dup = '\0';
@@ -474,6 +487,304 @@ static void test_citations(void **state)
         fail_msg("%d citation(s) of files not in the repository", bad);
 }
 
+/* ---- the allowed headers: one list, everywhere the same ------------------ */
+
+/* The header names (NAME.h) in text between the first `start` and the next
+ * `end` after it, as a space-separated list in got; 0, or -1 when start or
+ * end is missing. */
+static int headers_between(const char *text, const char *start, const char *end, char *got, size_t cap)
+{
+    const char *a = strstr(text, start);
+    const char *b = a ? strstr(a + strlen(start), end) : NULL;
+    got[0] = '\0';
+    if (!b)
+        return -1;
+    size_t n = 0;
+    for (const char *p = a + strlen(start); p + 1 < b; p++) {
+        if (p[0] != '.' || p[1] != 'h' || (p + 2 < b && (isalnum((unsigned char)p[2]) || p[2] == '_')))
+            continue;
+        const char *w = p;
+        while (w > a && (isalnum((unsigned char)w[-1]) || w[-1] == '_'))
+            w--;
+        if (w < p)
+            n += (size_t)snprintf(got + n, n < cap ? cap - n : 0, "%s%.*s", n ? " " : "", (int)(p + 2 - w), w);
+    }
+    return 0;
+}
+
+/* got (space-separated) names exactly the headers of k3_allowed_headers. */
+static int same_headers(const char *got, char *why, size_t cap)
+{
+    char copy[1024];
+    snprintf(copy, sizeof copy, "%s", got);
+    int seen[64] = {0}, n = 0;
+    for (char *t = strtok(copy, " "); t; t = strtok(NULL, " ")) {
+        int i = 0;
+        while (i < K3_N_ALLOWED_HEADERS && strcmp(t, k3_allowed_headers[i]) != 0)
+            i++;
+        if (i == K3_N_ALLOWED_HEADERS) {
+            snprintf(why, cap, "names %s, which the screen refuses", t);
+            return 0;
+        }
+        seen[i] = 1;
+        n++;
+    }
+    for (int i = 0; i < K3_N_ALLOWED_HEADERS; i++)
+        if (!seen[i]) {
+            snprintf(why, cap, "leaves out %s, which the screen allows", k3_allowed_headers[i]);
+            return 0;
+        }
+    return n > 0;
+}
+
+static void test_allowed_headers(void **state)
+{
+    (void)state;
+    /* where each text lists them: between these two strings */
+    static const struct {
+        const char *rel, *start, *end;
+    } places[] = {
+        {"platform/kernel_abi.h", "C file that includes only", "and defines"},
+        {"docs/K3-HARNESS.md", "allow-list `", "`"},
+        {"core/knowledge/x100-k3.md", "it may include only", "\n- "},
+        /* the prompt contract is made from the list (platform/k3/prompt.c):
+         * its text is checked as `kope context` prints it, below */
+    };
+    char path[4096], got[1024], why[256];
+    int failures = 0;
+    for (size_t i = 0; i < sizeof places / sizeof places[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", test_src_root(), places[i].rel);
+        char *text = read_text(path);
+        if (headers_between(text, places[i].start, places[i].end, got, sizeof got)) {
+            print_message("FAIL: %s: no header list after \"%s\" (moved? update test_docs.c)\n",
+                          places[i].rel, places[i].start);
+            failures++;
+        } else if (!same_headers(got, why, sizeof why)) {
+            print_message("FAIL: %s: its allowed headers (%s) %s (platform/k3/k3.h K3_ALLOWED_HEADERS)\n",
+                          places[i].rel, got, why);
+            failures++;
+        }
+        free(text);
+    }
+    /* the prompt as the program sends it */
+    const char *dir = tpath("headers");
+    int rc = run_cmd(out, sizeof out, "rm -rf '%s' && mkdir -p '%s' && cd '%s' && '%s' init >/dev/null && '%s' context silu-4864",
+                     dir, dir, dir, kope_bin(), kope_bin());
+    if (rc != 0)
+        fail_msg("kope context exited %d: %s", rc, out);
+    if (headers_between(out, "Allowed headers:", ". ", got, sizeof got)) {
+        print_message("FAIL: `kope context silu-4864` prints no \"Allowed headers:\" sentence\n");
+        failures++;
+    } else if (!same_headers(got, why, sizeof why)) {
+        print_message("FAIL: `kope context`'s prompt: its allowed headers (%s) %s\n", got, why);
+        failures++;
+    }
+    if (failures)
+        fail_msg("%d list(s) of allowed headers disagree with the screen", failures);
+}
+
+/* ---- docs/STORE.md against a store ---------------------------------------- */
+
+static void test_store_doc(void **state)
+{
+    (void)state;
+    const char *db = tpath("storedoc.db");
+    test_store_init(db);
+    sqlite3 *h = NULL;
+    assert_int_equal(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_prepare_v2(h, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    int version = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+
+    char path[4096];
+    snprintf(path, sizeof path, "%s/docs/STORE.md", test_src_root());
+    char *text = read_text(path);
+    const char *sec = strstr(text, "\n## Schema (version ");
+    if (!sec)
+        fail_msg("docs/STORE.md has no \"## Schema (version N)\" heading");
+    int doc_version = atoi(sec + strlen("\n## Schema (version "));
+    if (doc_version != version)
+        fail_msg("docs/STORE.md says schema version %d; `kope init` makes version %d", doc_version, version);
+    const char *sec_end = strstr(sec + 1, "\n## ");
+    size_t sec_len = sec_end ? (size_t)(sec_end - sec) : strlen(sec);
+
+    /* every table of the store has its row in the section, and every row
+     * names a table of the store */
+    int failures = 0, n_tables = 0;
+    assert_int_equal(sqlite3_prepare_v2(h, "SELECT type, name FROM sqlite_master WHERE type IN "
+                                           "('table', 'trigger') AND name NOT LIKE 'sqlite_%'",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *type = (const char *)sqlite3_column_text(st, 0);
+        const char *name = (const char *)sqlite3_column_text(st, 1);
+        char row[160];
+        snprintf(row, sizeof row, "\n| `%s(", name);
+        if (strcmp(type, "trigger") == 0) {
+            print_message("FAIL: the store has trigger %s; docs/STORE.md's schema names none\n", name);
+            failures++;
+        } else if (!memmem(sec, sec_len, row, strlen(row))) {
+            print_message("FAIL: docs/STORE.md's schema table has no row for table %s\n", name);
+            failures++;
+        }
+        n_tables++;
+    }
+    sqlite3_finalize(st);
+    for (const char *r = strstr(sec, "\n| `"); r && r < sec + sec_len; r = strstr(r + 1, "\n| `")) {
+        char name[64], sql[160];
+        if (sscanf(r, "\n| `%63[a-z_](", name) != 1)
+            continue;
+        snprintf(sql, sizeof sql, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '%s'", name);
+        assert_int_equal(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK);
+        if (sqlite3_step(st) != SQLITE_ROW) {
+            print_message("FAIL: docs/STORE.md's schema names table %s, which the store does not have\n", name);
+            failures++;
+        }
+        sqlite3_finalize(st);
+    }
+    /* "kept by triggers" was the old story: the section must not tell it */
+    if (memmem(sec, sec_len, "trigger", 7)) {
+        print_message("FAIL: docs/STORE.md's schema section speaks of triggers; the store has none\n");
+        failures++;
+    }
+    sqlite3_close(h);
+    free(text);
+    assert_true(n_tables >= 5);
+    if (failures)
+        fail_msg("docs/STORE.md disagrees with the store (lines above)");
+}
+
+/* The layering README.md's "Layout" states, checked on every include of
+ * the tree: inside core, cli -> agent -> context -> {task, graph} -> the
+ * base (the headers in core/ itself), never upwards or sideways; core names no target's folder
+ * (platform/k3/, platform/ascend/: a target is reached through platform.h
+ * only); and the lower three (store, net, platform) include nothing of each
+ * other or of core. A new folder in core/ must be added here, with its rank. */
+struct layer {
+    const char *dir; /* relative to the source root */
+    int rank;        /* core folders: may include a lower rank or itself */
+};
+static const struct layer core_layers[] = {
+    {"core", 0}, {"core/graph", 1}, {"core/task", 1}, {"core/context", 2},
+    {"core/agent", 3}, {"core/cli", 4},
+};
+static const char *const lower_three[] = {"store", "net", "platform", "platform/k3",
+                                          "platform/ascend"};
+
+/* The core layer of an include path "core/x/y.h" or "core/y.h"; -1 if none. */
+static int core_layer_of(const char *inc, size_t n)
+{
+    int best = -1;
+    size_t best_len = 0;
+    for (size_t i = 0; i < sizeof core_layers / sizeof core_layers[0]; i++) {
+        size_t l = strlen(core_layers[i].dir);
+        if (n > l + 1 && strncmp(inc, core_layers[i].dir, l) == 0 && inc[l] == '/' &&
+            !memchr(inc + l + 1, '/', n - l - 1) && l >= best_len) {
+            best = (int)i;
+            best_len = l;
+        }
+    }
+    return best;
+}
+
+/* Checks one source file; returns the number of bad includes (printed). */
+static int check_includes(const char *dir, int layer, int is_lower)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", test_src_root(), dir);
+    DIR *dd = opendir(path);
+    assert_non_null(dd);
+    int bad = 0;
+    struct dirent *e;
+    while ((e = readdir(dd))) {
+        size_t l = strlen(e->d_name);
+        if (l < 3 || e->d_name[l - 2] != '.' || (e->d_name[l - 1] != 'c' && e->d_name[l - 1] != 'h'))
+            continue;
+        char fp[4400];
+        snprintf(fp, sizeof fp, "%s/%s", path, e->d_name);
+        FILE *f = fopen(fp, "r");
+        assert_non_null(f);
+        char line[1024];
+        int ln = 0;
+        while (fgets(line, sizeof line, f)) {
+            ln++;
+            const char *p = line;
+            while (*p == ' ' || *p == '\t')
+                p++;
+            if (strncmp(p, "#include \"", 10) != 0)
+                continue;
+            const char *inc = p + 10, *q = strchr(inc, '"');
+            if (!q)
+                continue;
+            size_t n = (size_t)(q - inc);
+            const char *why = NULL;
+            if (is_lower) {
+                if (n > 5 && strncmp(inc, "core/", 5) == 0)
+                    why = "store, net and platform include nothing of core";
+                else
+                    for (size_t k = 0; k < 3; k++) {
+                        size_t kl = strlen(lower_three[k]);
+                        if (n > kl && strncmp(inc, lower_three[k], kl) == 0 && inc[kl] == '/' &&
+                            strncmp(dir, lower_three[k], kl) != 0)
+                            why = "store, net and platform never include each other";
+                    }
+            } else if ((n > 12 && strncmp(inc, "platform/k3/", 12) == 0) ||
+                       (n > 16 && strncmp(inc, "platform/ascend/", 16) == 0)) {
+                why = "core names no target folder (platform.h only)";
+            } else if (n > 5 && strncmp(inc, "core/", 5) == 0) {
+                int to = core_layer_of(inc, n);
+                if (to < 0)
+                    why = "not a core folder this test knows (add it to core_layers)";
+                else if (to != layer && core_layers[to].rank >= core_layers[layer].rank)
+                    why = "an include upwards or sideways in core's layers";
+            }
+            if (why) {
+                print_message("FAIL: %s/%s:%d: #include \"%.*s\": %s\n", dir, e->d_name, ln,
+                              (int)n, inc, why);
+                bad++;
+            }
+        }
+        fclose(f);
+    }
+    closedir(dd);
+    return bad;
+}
+
+static void test_include_layers(void **state)
+{
+    (void)state;
+    int bad = 0;
+    for (size_t i = 0; i < sizeof core_layers / sizeof core_layers[0]; i++)
+        bad += check_includes(core_layers[i].dir, (int)i, 0);
+    for (size_t i = 0; i < sizeof lower_three / sizeof lower_three[0]; i++)
+        bad += check_includes(lower_three[i], -1, 1);
+    /* every folder in core/ is a known layer (or the knowledge files) */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/core", test_src_root());
+    DIR *dd = opendir(path);
+    assert_non_null(dd);
+    struct dirent *e;
+    while ((e = readdir(dd))) {
+        char fp[4400], rel[300];
+        struct stat sb;
+        snprintf(fp, sizeof fp, "%s/%s", path, e->d_name);
+        if (e->d_name[0] == '.' || stat(fp, &sb) != 0 || !S_ISDIR(sb.st_mode) ||
+            strcmp(e->d_name, "knowledge") == 0)
+            continue;
+        snprintf(rel, sizeof rel, "core/%s/x.h", e->d_name);
+        if (core_layer_of(rel, strlen(rel)) < 0) {
+            print_message("FAIL: core/%s/: a folder the layering does not know (add it to "
+                          "core_layers and README's Layout)\n", e->d_name);
+            bad++;
+        }
+    }
+    closedir(dd);
+    if (bad)
+        fail_msg("%d include(s) break the layering README.md's Layout states (lines above)", bad);
+}
+
 static int doc_cmp(const void *a, const void *b)
 {
     return strcmp(((const struct doc *)a)->rel, ((const struct doc *)b)->rel);
@@ -498,12 +809,19 @@ int main(void)
     closedir(dd);
     qsort(docs + 1, n_docs - 1, sizeof docs[0], doc_cmp);
 
-    struct CMUnitTest tests[MAX_DOCS + 1];
+    struct CMUnitTest tests[MAX_DOCS + 4];
     size_t nt = 0;
     for (size_t k = 0; k < n_docs; k++) {
         tests[nt] = (struct CMUnitTest){docs[k].rel, test_doc, NULL, NULL, &docs[k]};
         nt++;
     }
     tests[nt++] = (struct CMUnitTest){"citations", test_citations, NULL, NULL, NULL};
+    tests[nt++] = (struct CMUnitTest){"allowed_headers", test_allowed_headers, NULL, NULL, NULL};
+    tests[nt++] = (struct CMUnitTest){"store_doc", test_store_doc, NULL, NULL, NULL};
+    tests[nt++] = (struct CMUnitTest){"include_layers", test_include_layers, NULL, NULL, NULL};
+    /* TEST_DOCS_ONLY=store_doc (a cmocka pattern, * allowed) runs those cases
+     * alone while mending a page */
+    if (getenv("TEST_DOCS_ONLY") && *getenv("TEST_DOCS_ONLY"))
+        cmocka_set_test_filter(getenv("TEST_DOCS_ONLY"));
     return _cmocka_run_group_tests("docs", tests, nt, NULL, NULL);
 }

@@ -10,9 +10,9 @@
 #include <cJSON.h>
 
 #include "core/buf.h"
-#include "core/canon.h"
+#include "core/graph/canon.h"
 #include "core/err.h"
-#include "core/graph.h"
+#include "core/graph/graph.h"
 #include "core/util.h"
 #include "net/crypto.h"
 #include "store/store.h"

@@ -131,6 +131,52 @@ static void test_config_before_work(void **state)
     sh("rm kope.json && $K --db w.db graph stats | grep -q 'records   2'"); /* no trial recorded */
 }
 
+/* Under qemu only the icount plugin measures: a kope with no plugin next to
+ * it (and none configured) passes kernels but measures nothing, and must say
+ * so, say how to get the plugin, and exit 1, not print "(no ratio claimed)"
+ * and exit 0; `kope measure` of a file likewise. The same binary with the
+ * plugin beside it measures and exits 0 (so the failure is the plugin's
+ * absence, nothing else; `kope measure` with the plugin: test_k3_cli). */
+static void test_unmeasured_run(void **state)
+{
+    (void)state;
+    const char *target = getenv("KOPE_BIN_TARGET"); /* the real binary when kope_bin() wraps a RUNNER */
+    const char *real = target && *target ? target : kope_bin();
+    const char *runner = target && *target && getenv("RUNNER") ? getenv("RUNNER") : "";
+    char plugin[4096];
+    snprintf(plugin, sizeof plugin, "%s", real);
+    char *slash = strrchr(plugin, '/');
+    assert_non_null(slash);
+    snprintf(slash + 1, sizeof plugin - (size_t)(slash + 1 - plugin), "libkope-icount.so");
+    if (access(plugin, R_OK) != 0) {
+        print_message("skip: no %s: this build runs kernels natively (no plugin needed)\n", plugin);
+        skip();
+    }
+    sh("rm -rf np && mkdir np");
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "cp %s np/kope && cd np && %s ./kope init >/dev/null", real, runner);
+    sh(cmd);
+    int rc = run_cmd(out, sizeof out, "cd %s/np && %s ./kope run --task silu-4864 --offline --budget 1 2>&1 >/dev/null",
+                     getenv("KOPE_TEST_TMP"), runner);
+    print_message("  %-28s exit %d, last line: %s\n", "no icount plugin", rc, last_line(out));
+    if (rc != 1 || !strstr(out, "none measured") || !strstr(last_line(out), "hint: ") ||
+        !strstr(last_line(out), "libkope-icount.so"))
+        fail_msg("`kope run` with no icount plugin exited %d:\n%s", rc, out);
+    /* `kope measure` of a file: verified, but measured nothing: the same */
+    snprintf(cmd, sizeof cmd, "cp '%s/platform/k3/embed/kernels/softmax.c' np/my_softmax.c", test_src_root());
+    sh(cmd);
+    rc = run_cmd(out, sizeof out, "cd %s/np && %s ./kope measure my_softmax.c --task softmax-vocab-32000x4 2>&1 >/dev/null",
+                 getenv("KOPE_TEST_TMP"), runner);
+    print_message("  %-28s exit %d, last line: %s\n", "measure, no icount plugin", rc, last_line(out));
+    if (rc != 1 || !strstr(out, "not measured") || !strstr(last_line(out), "libkope-icount.so"))
+        fail_msg("`kope measure` with no icount plugin exited %d:\n%s", rc, out);
+    snprintf(cmd, sizeof cmd, "cp %s np/ && cd np && %s ./kope run --task silu-4864 --offline --budget 1 --fresh",
+             plugin, runner);
+    rc = run_cmd(out, sizeof out, "cd %s && %s", getenv("KOPE_TEST_TMP"), cmd);
+    if (rc != 0 || strstr(out, "none measured") || strstr(out, "(not measured)"))
+        fail_msg("with the plugin beside it `kope run` exited %d:\n%s", rc, out);
+}
+
 /* Read-only commands work on a store in a folder we cannot write; writing
  * ones say why they cannot. As root, permissions do not bind: the commands
  * then run as nobody (setpriv). */
@@ -230,6 +276,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_config_before_work),
+        cmocka_unit_test(test_unmeasured_run),
         cmocka_unit_test(test_read_only_folder),
         cmocka_unit_test(test_network_words),
     };

@@ -88,7 +88,7 @@ static int write_instance(const char *dir, const char *file, enum plat_op op)
     char path[1200];
     int v[K3_PARAM_MAX];
     const struct k3_template *t = k3_template_for(op);
-    k3_point_default(t, v);
+    plat_point_default(&t->sp, v);
     size_t len;
     char *src = k3_point_source(t, v, &len);
     if (!src)

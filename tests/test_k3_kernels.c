@@ -77,16 +77,18 @@ static void test_table_covers_every_op(void **state)
     for (int op = 0; op < PLAT_OP_COUNT; op++) {
         const struct k3_template *t = k3_template_for((enum plat_op)op);
         assert_non_null(t);
-        assert_int_equal(t->op, op);
         assert_non_null(embed_find(t->file));
+        /* the space core's tuner walks is this template's (platform_ops.space) */
+        assert_ptr_equal(platform_space("k3", (enum plat_op)op), &t->sp);
+        assert_int_equal(t->sp.op, op);
         int v[K3_PARAM_MAX];
-        k3_point_default(t, v);
-        assert_true(k3_point_valid(t, v));
-        size_t nv = k3_template_count_valid(t);
-        assert_true(nv >= 1 && nv <= k3_template_space_size(t));
+        plat_point_default(&t->sp, v);
+        assert_true(plat_point_valid(&t->sp, v));
+        size_t nv = plat_space_count_valid(&t->sp);
+        assert_true(nv >= 1 && nv <= plat_space_size(&t->sp));
         total += nv;
-        for (int i = 0; i < t->n_params; i++) {
-            const struct k3_param *p = &t->params[i];
+        for (int i = 0; i < t->sp.n_params; i++) {
+            const struct plat_param *p = &t->sp.params[i];
             int has_def = 0;
             for (int j = 0; j < p->n_values; j++)
                 has_def |= p->values[j] == p->def;
@@ -103,15 +105,15 @@ static void test_points_print_and_parse(void **state)
     char label[256], defs[256];
     int v[K3_PARAM_MAX], w[K3_PARAM_MAX];
     const struct k3_template *t = k3_template_for(PLAT_OP_GEMM), *t2 = NULL;
-    k3_point_default(t, v);
+    plat_point_default(&t->sp, v);
     assert_int_equal(k3_point_label(t, v, label, sizeof label), 0);
     assert_string_equal(label, "gemm LMUL=4 MR=4 KC=0");
     assert_int_equal(k3_point_defines(t, v, defs, sizeof defs), 0);
     assert_string_equal(defs, "-DLMUL=4 -DMR=4 -DKC=0");
     assert_int_equal(k3_point_parse("gemm MR=8 LMUL=1", &t2, w), 0);
     assert_ptr_equal(t2, t);
-    assert_int_equal(k3_point_get(t, w, "MR"), 8);
-    assert_int_equal(k3_point_get(t, w, "KC"), 0);
+    assert_int_equal(plat_point_get(&t->sp, w, "MR"), 8);
+    assert_int_equal(plat_point_get(&t->sp, w, "KC"), 0);
     /* register budget: MR=8 at LMUL=4 needs 32 accumulators */
     assert_int_not_equal(k3_point_parse("gemm MR=8 LMUL=4", &t2, w), 0);
     assert_int_not_equal(k3_point_parse("gemm NOPE=1", &t2, w), 0);
@@ -120,7 +122,7 @@ static void test_points_print_and_parse(void **state)
     assert_int_not_equal(k3_point_defines(t, v, defs, 8), 0); /* too small */
 
     t = k3_template_for(PLAT_OP_ADD);
-    k3_point_default(t, v);
+    plat_point_default(&t->sp, v);
     assert_int_equal(k3_point_defines(t, v, defs, sizeof defs), 0);
     assert_string_equal(defs, "-DOP=OP_ADD -DLMUL=8 -DUNROLL=2");
     size_t len = 0;
@@ -196,10 +198,10 @@ static void test_every_instance_verifies_under_qemu(void **state)
     objs[0] = '\0';
     for (int op = 0; op < PLAT_OP_COUNT; op++) {
         const struct k3_template *t = k3_template_for((enum plat_op)op);
-        size_t size = k3_template_space_size(t);
+        size_t size = plat_space_size(&t->sp);
         for (size_t idx = 0; idx < size; idx++) {
             int v[K3_PARAM_MAX];
-            if (k3_template_point(t, idx, v) != 1)
+            if (plat_space_point(&t->sp, idx, v) != 1)
                 continue;
             size_t len;
             char *src = k3_point_source(t, v, &len);
@@ -214,7 +216,7 @@ static void test_every_instance_verifies_under_qemu(void **state)
             char label[256];
             assert_int_equal(k3_point_label(t, v, label, sizeof label), 0);
             double rtol, atol;
-            plat_op_default_tol(t->op, &rtol, &atol);
+            plat_op_default_tol(t->sp.op, &rtol, &atol);
             fprintf(tab, "void kk_%zu(void);\n", n);
             /* build as shipped (kope_kernel), then rename for the batch link */
             fprintf(mk, "k%zu.o: k%zu.c\n\t$(CC) $(KFLAGS) -c $< -o k%zu.raw.o\n"
@@ -230,15 +232,15 @@ static void test_every_instance_verifies_under_qemu(void **state)
     n = 0;
     for (int op = 0; op < PLAT_OP_COUNT; op++) {
         const struct k3_template *t = k3_template_for((enum plat_op)op);
-        size_t size = k3_template_space_size(t);
+        size_t size = plat_space_size(&t->sp);
         for (size_t idx = 0; idx < size; idx++) {
             int v[K3_PARAM_MAX];
             char label[256];
             double rtol, atol;
-            if (k3_template_point(t, idx, v) != 1)
+            if (plat_space_point(&t->sp, idx, v) != 1)
                 continue;
             k3_point_label(t, v, label, sizeof label);
-            plat_op_default_tol(t->op, &rtol, &atol);
+            plat_op_default_tol(t->sp.op, &rtol, &atol);
             fprintf(tab, "  {\"%s\", %d, kk_%zu, %.17g, %.17g},\n", label, op, n, rtol, atol);
             n++;
         }

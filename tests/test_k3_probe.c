@@ -2,7 +2,9 @@
  * tests/test_k3_probe.c - `kope probe` and the K3 probe (platform/k3/probe.c,
  * platform/k3/embed/probe.c): parsing of the probe program's report, the
  * OpenBLAS VLEN refusal, a real probe under qemu (labelled emulated, no
- * speed claimed), and the CLI storing a `probe` record.
+ * speed claimed), the native probe on a riscv64 kernel (the board VM of
+ * `make test-board`: labelled a virtual machine, no speed claimed; a board:
+ * its peak and bandwidth), and the CLI storing a `probe` record.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,8 +17,10 @@
 #include <sys/wait.h>
 #include <cmocka.h>
 
+#include "platform/hostcheck.h"
 #include "platform/platform.h"
 #include "platform/k3/k3_probe.h"
+#include "testutil.h"
 
 static const char native_report[] =
     "kope-probe 1\n"
@@ -155,19 +159,79 @@ static void test_probe_under_qemu(void **state)
                   r.vlen_bits, r.openblas_ok, r.note);
 }
 
+/* 1 when this program runs natively on a riscv64 kernel (no qemu-user):
+ * kope's probe then runs directly, on a board or in the board VM */
+static int native_riscv64(void)
+{
+#if defined(__riscv)
+    return !test_emulated();
+#else
+    return 0;
+#endif
+}
+
+/* The native probe: no runner, the kernel's own VLEN. In a virtual machine
+ * nothing about speed is claimed and the note says why; on a board the
+ * peak and the bandwidth are measured. */
+static void test_probe_native(void **state)
+{
+    (void)state;
+    if (!native_riscv64()) {
+        print_message("skip: needs a native riscv64 kernel (make test-board, or a board); this is %s\n",
+                      test_emulated() ? "qemu-user" : "not riscv64");
+        skip();
+    }
+    char msg[256];
+    unsigned vlen = 0;
+    assert_int_equal(plat_host_check(msg, sizeof msg, &vlen), 0);
+    struct platform *p = NULL;
+    char err[512];
+    struct plat_probe r;
+    struct plat_settings s;
+    plat_settings_init(&s);
+    if (platform_open("k3", &s, &p, err, sizeof err))
+        fail_msg("platform_open: %s", err);
+    int rc = platform_probe(p, &r);
+    if (rc)
+        fail_msg("probe: %s", p->err);
+    platform_close(p);
+    print_message("probe (native): isa %s vlen %d emulated %d openblas_ok %d; %s\n", r.isa, r.vlen_bits,
+                  r.emulated, r.openblas_ok, r.note);
+    assert_int_equal(r.vlen_bits, (int)vlen);
+    assert_non_null(strstr(r.isa, "rv64"));
+    /* openblas_ok is not checked here: it depends on a deps sysroot beside
+     * the program (a board may have none); test_openblas_vlen_refusal
+     * checks the VLEN fit itself */
+    if (test_native_vm()) {
+        assert_true(r.emulated);
+        assert_true(r.peak_gflops_core == 0 && r.peak_gflops_all == 0 && r.triad_gbs == 0);
+        assert_non_null(strstr(r.note, "virtual machine: not a speed"));
+    } else {
+        assert_false(r.emulated);
+        assert_true(r.peak_gflops_core > 0 && r.triad_gbs > 0);
+        assert_null(strstr(r.note, "virtual machine"));
+    }
+}
+
 static void test_cli_probe_stores_a_record(void **state)
 {
     (void)state;
     const char *bin = getenv("KOPE_BIN");
-    if (!bin || !tools_present()) {
+    if (!bin || !(tools_present() || native_riscv64())) {
         print_message("skip: KOPE_BIN, clang-19 or qemu-riscv64 missing\n");
         skip();
     }
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "'%s' --db p.db probe > out1.txt 2>&1", bin);
     assert_int_equal(system(cmd), 0);
-    assert_int_equal(system("grep -q 'EMULATED' out1.txt && grep -q 'fp32 fma   not claimed' out1.txt"
-                            " && grep -q 'not stored: no store' out1.txt"), 0);
+    /* what is claimed: nothing under emulation or in a virtual machine, the
+     * board's own peak natively on one */
+    const char *label = !native_riscv64() ? "grep -q 'EMULATED' out1.txt && grep -q 'fp32 fma   not claimed' out1.txt"
+                        : test_native_vm()
+                            ? "grep -q 'native in a virtual machine' out1.txt && grep -q 'fp32 fma   not claimed' out1.txt"
+                            : "! grep -q 'not claimed' out1.txt";
+    snprintf(cmd, sizeof cmd, "%s && grep -q 'not stored: no store' out1.txt", label);
+    assert_int_equal(system(cmd), 0);
     assert_int_not_equal(system("test -e p.db"), 0); /* probing creates no store */
     snprintf(cmd, sizeof cmd, "'%s' --db p.db init > /dev/null 2>&1 && '%s' --db p.db probe > out2.txt 2>&1",
              bin, bin);
@@ -186,6 +250,7 @@ int main(void)
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_openblas_vlen_refusal),
         cmocka_unit_test(test_probe_under_qemu),
+        cmocka_unit_test(test_probe_native),
         cmocka_unit_test(test_cli_probe_stores_a_record),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -20,7 +20,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "core/task.h"
+#include "core/task/task.h"
 #include "platform/k3/k3_templates.h"
 #include "platform/platform.h"
 
@@ -56,7 +56,7 @@ static int verify_share(const struct task_suite *s, int first)
         size_t len = 0;
         char *src = NULL;
         if (tp) {
-            k3_point_default(tp, pt);
+            plat_point_default(&tp->sp, pt);
             src = k3_point_source(tp, pt, &len);
         }
         if (!src) {

@@ -1,5 +1,5 @@
 /*
- * tests/test_k3_task.c - task suite parsing (core/task.c): the embedded
+ * tests/test_k3_task.c - task suite parsing (core/task/task.c): the embedded
  * default suite, and every kind of hand-written mistake, each of which must
  * produce an error that names the task and the field.
  */
@@ -10,10 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <cmocka.h>
 
 #include "core/err.h"
-#include "core/task.h"
+#include "core/task/task.h"
 
 static void expect_error(const char *json, const char *needle1, const char *needle2)
 {
@@ -161,6 +162,107 @@ static void test_file_errors_name_file(void **state)
     assert_int_equal(task_suite_load(path, &s, err, sizeof err), KOPE_ERR_IO);
 }
 
+/* A user's own op: name, family, ref and range parsed; the shape keys follow
+ * the family; inline source is a string with a newline; every mistake names
+ * the task and the field. */
+#define UREF "\"void kope_kernel(void)\\n{}\\n\""
+static void test_user_op(void **state)
+{
+    (void)state;
+    struct task_suite s;
+    char err[512] = "";
+    const char *ok = ONE("{\"name\": \"sw\", \"op\": \"swiglu\", \"family\": \"elementwise\", "
+                         "\"ref\": " UREF ", \"shape\": {\"n\": 64}, \"range\": [-8, 8]},"
+                         "{\"name\": \"ls\", \"op\": \"logsoftmax\", \"family\": \"activation\", "
+                         "\"ref\": \"ops/ls.c\", \"shape\": {\"rows\": 2, \"cols\": 10}},"
+                         "{\"name\": \"ge\", \"op\": \"gelu_q\", \"family\": \"activation\", "
+                         "\"ref\": " UREF ", \"seed\": " UREF ", \"shape\": {\"n\": 10}}");
+    int rc = task_suite_parse(ok, strlen(ok), &s, err, sizeof err);
+    if (rc)
+        fprintf(stderr, "%s\n", err);
+    assert_int_equal(rc, 0);
+    assert_int_equal(s.n_tasks, 3);
+    const struct plat_task *t = &s.tasks[0].t;
+    assert_int_equal(t->op, PLAT_OP_USER);
+    assert_int_equal(t->family, PLAT_FAM_ELEMENTWISE);
+    assert_string_equal(plat_task_op_name(t), "swiglu");
+    assert_ptr_equal(t->user, s.tasks[0].user);
+    assert_non_null(t->user->ref);
+    assert_string_equal(t->user->ref, "void kope_kernel(void)\n{}\n");
+    assert_string_equal(t->user->file, "");
+    assert_true(t->user->in_lo == -8 && t->user->in_hi == 8);
+    assert_true(t->rtol == 1e-4 && t->atol == 1e-5);
+    t = &s.tasks[1].t;
+    assert_int_equal(t->family, PLAT_FAM_ACTIVATION);
+    assert_true(plat_task_rowwise(t));
+    assert_int_equal(t->rows, 2);
+    assert_string_equal(t->user->file, "ops/ls.c");
+    assert_null(t->user->ref); /* a file: read by task_suite_load */
+    t = &s.tasks[2].t;
+    assert_false(plat_task_rowwise(t));
+    assert_int_equal(t->n, 10);
+    assert_non_null(s.tasks[2].seed); /* inline seed */
+    assert_int_equal(s.tasks[2].seed_len, strlen("void kope_kernel(void)\n{}\n"));
+    task_suite_free(&s);
+
+    expect_error(ONE("{\"name\": \"u1\", \"op\": \"swiglu\", \"family\": \"pointwise\", \"ref\": \"r.c\", "
+                     "\"shape\": {\"n\": 4}}"), "'u1'", "family 'pointwise' is unknown");
+    expect_error(ONE("{\"name\": \"u2\", \"op\": \"swiglu\", \"ref\": \"r.c\", \"shape\": {\"n\": 4}}"),
+                 "'u2'", "family is missing");
+    expect_error(ONE("{\"name\": \"u3\", \"op\": \"softmax\", \"family\": \"activation\", \"ref\": \"r.c\", "
+                     "\"shape\": {\"rows\": 1, \"cols\": 4}}"), "'u3'", "ref: op 'softmax' is in the catalogue");
+    expect_error(ONE("{\"name\": \"u4\", \"op\": \"Swi-glu\", \"family\": \"elementwise\", \"ref\": \"r.c\", "
+                     "\"shape\": {\"n\": 4}}"), "'u4'", "op 'Swi-glu'");
+    expect_error(ONE("{\"name\": \"u5\", \"op\": \"swiglu\", \"family\": \"elementwise\", \"ref\": \"\", "
+                     "\"shape\": {\"n\": 4}}"), "'u5'", "ref must be");
+    expect_error(ONE("{\"name\": \"u6\", \"op\": \"swiglu\", \"family\": \"elementwise\", \"ref\": \"r.c\", "
+                     "\"shape\": {\"rows\": 4, \"cols\": 4}}"), "'u6'", "shape.rows is not a size of op swiglu");
+    expect_error(ONE("{\"name\": \"u7\", \"op\": \"swiglu\", \"family\": \"elementwise\", \"ref\": \"r.c\", "
+                     "\"shape\": {\"n\": 4}, \"range\": [3, 1]}"), "'u7'", "range");
+    expect_error(ONE("{\"name\": \"u8\", \"op\": \"add\", \"family\": \"elementwise\", \"shape\": {\"n\": 4}}"),
+                 "'u8'", "family: only a user's own op");
+    expect_error(ONE("{\"name\": \"u9\", \"op\": \"rsum\", \"family\": \"reduction\", \"ref\": \"r.c\", "
+                     "\"shape\": {\"n\": 4}}"), "'u9'", "shape.n is not a size of op rsum");
+    expect_error(ONE("{\"name\": \"u10\", \"op\": \"swiglu\", \"family\": \"elementwise\", \"ref\": 7, "
+                     "\"shape\": {\"n\": 4}}"), "'u10'", "ref must be");
+}
+
+static void put(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* A suite file's ref and seed files are read relative to it: a missing ref
+ * names the task, the field and the file. */
+static void test_user_op_files(void **state)
+{
+    (void)state;
+    struct task_suite s;
+    char err[512] = "", path[700], dir[600];
+    const char *tmp = getenv("KOPE_TEST_TMP");
+    snprintf(dir, sizeof dir, "%s/uops", tmp ? tmp : "/tmp");
+    mkdir(dir, 0700);
+    snprintf(path, sizeof path, "%s/r.c", dir);
+    put(path, "void kope_kernel(void) {}\n");
+    snprintf(path, sizeof path, "%s/s.json", dir);
+    put(path, ONE("{\"name\": \"u\", \"op\": \"swiglu\", \"family\": \"elementwise\", \"ref\": \"r.c\", "
+                  "\"shape\": {\"n\": 4}}"));
+    assert_int_equal(task_suite_load(path, &s, err, sizeof err), 0);
+    assert_non_null(s.tasks[0].t.user->ref);
+    assert_int_equal(s.tasks[0].t.user->ref_len, strlen("void kope_kernel(void) {}\n"));
+    task_suite_free(&s);
+    put(path, ONE("{\"name\": \"u\", \"op\": \"swiglu\", \"family\": \"elementwise\", \"ref\": \"gone.c\", "
+                  "\"shape\": {\"n\": 4}}"));
+    assert_int_not_equal(task_suite_load(path, &s, err, sizeof err), 0);
+    assert_non_null(strstr(err, "task 'u'"));
+    assert_non_null(strstr(err, "ref"));
+    assert_non_null(strstr(err, "gone.c"));
+    assert_null(s.tasks);
+}
+
 /* The platform catalogue the parser relies on: op names round-trip, each
  * failure reason and screen rule has its own stable name, the error band
  * has text, and the work/roofline arithmetic is right on simple numbers. */
@@ -211,6 +313,8 @@ int main(void)
         cmocka_unit_test(test_bad_tolerance_dtype_name),
         cmocka_unit_test(test_bad_top_level),
         cmocka_unit_test(test_file_errors_name_file),
+        cmocka_unit_test(test_user_op),
+        cmocka_unit_test(test_user_op_files),
         cmocka_unit_test(test_platform_catalogue),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,14 +6,25 @@
  * (natively on a RISC-V board). A record altered in the SQLite file, and a
  * record of another target, are refused. Kernels in: a user's seed (--seed,
  * a suite's "seed") is trial 1 as proposer "user"; bad seed input records
- * nothing.
+ * nothing. A user's own op: the example suite suites/user-ops.json (swiglu
+ * as elementwise, logsoftmax as row-wise activation) with no LLM and no seed
+ * ends each task with a passing kernel, its reference built as a candidate
+ * (proposer "ref"), judged against the reference's scalar build and measured
+ * against both of its builds; a candidate computing something else fails
+ * against it; bad references (wrong signature, out-of-bounds read, refused
+ * by the screen, disagreeing with themselves, missing file, unknown family)
+ * are an error naming the task and the field, with nothing recorded; and the
+ * exported library's self-test checks the op's kernels against the op's
+ * reference.
  */
 #include <sys/stat.h>
 
 #include <cJSON.h>
 #include <sqlite3.h> /* only to alter a record behind kope's back */
 
-#include "core/graph.h"
+#include "core/graph/graph.h"
+#include "core/task/task.h"
+#include "core/agent/trial.h"
 #include "core/util.h"
 #include "store/store.h"
 #include "testutil.h"
@@ -22,8 +33,6 @@ static char out[1 << 17];
 
 /* A shell command in the test dir (testutil.h); both streams into out. */
 #define sh(...) run_cmd(out, sizeof out, __VA_ARGS__)
-
-static void write_text(const char *path, const char *text);
 
 /* These tests run the real binary: skipped without $KOPE_BIN. */
 static int have_kope(void)
@@ -49,7 +58,7 @@ static int setup(void **state)
 static void make_store(const char *db)
 {
     const char *k = kope_bin();
-    assert_int_equal(sh("%s --db %s init", k, db), 0);
+    test_store_init(db);
     assert_int_equal(sh("%s --db %s run --task silu-4864 --offline --budget 1", k, db), 0);
     assert_non_null(strstr(out, "passed 1/1"));
     assert_int_equal(sh("%s --db %s run --task argmax-vocab-32000x8 --offline --budget 1", k, db), 0);
@@ -250,9 +259,9 @@ static void test_foreign_target_not_exported(void **state)
     assert_int_equal(sh("(%s --db foreign.db kernel show %s >/dev/null)", k, dec_hex), 0);
     assert_non_null(strstr(out, "warning"));
     /* --suite: the suite's tasks at the suite's shapes only */
-    write_text("s_ok.json", "{\"suite\": \"x\", \"tasks\": [{\"name\": \"argmax-vocab-32000x8\","
+    test_write_text("s_ok.json", "{\"suite\": \"x\", \"tasks\": [{\"name\": \"argmax-vocab-32000x8\","
                             " \"op\": \"argmax\", \"shape\": {\"rows\": 8, \"cols\": 32000}}]}");
-    write_text("s_bad.json", "{\"suite\": \"x\", \"tasks\": [{\"name\": \"argmax-vocab-32000x8\","
+    test_write_text("s_bad.json", "{\"suite\": \"x\", \"tasks\": [{\"name\": \"argmax-vocab-32000x8\","
                              " \"op\": \"argmax\", \"shape\": {\"rows\": 8, \"cols\": 1000}}]}");
     assert_int_equal(sh("%s --db foreign.db kernels export -o libs --include-emulated --suite s_ok.json", k), 0);
     assert_non_null(strstr(out, "exported 1 kernel(s)"));
@@ -273,14 +282,6 @@ static const char seed_silu[] =
     "  (void)g; (void)b; (void)s;\n"
     "  for (size_t i = 0; i < rows * cols; i++) out[i] = x[i] / (1.0f + expf(-x[i]));\n}\n";
 
-static void write_text(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 /* records in a store, by `kope graph stats` ("records   N") */
 static long n_records(const char *db)
 {
@@ -300,7 +301,7 @@ static void test_seed_is_first_trial(void **state)
     if (!have_kope())
         skip();
     const char *k = kope_bin();
-    write_text("my_silu.c", seed_silu);
+    test_write_text("my_silu.c", seed_silu);
     test_store_init("seed.db");
     assert_int_equal(sh("%s --db seed.db run --task silu-4864 --seed my_silu.c --offline --budget 1", k), 0);
     assert_non_null(strstr(out, "trial 1/1 my_silu.c: pass"));
@@ -328,7 +329,7 @@ static void test_seed_screened_like_any_candidate(void **state)
     if (!have_kope())
         skip();
     const char *k = kope_bin();
-    write_text("bad_seed.c", "#include <stdio.h>\n#include \"kernel_abi.h\"\n"
+    test_write_text("bad_seed.c", "#include <stdio.h>\n#include \"kernel_abi.h\"\n"
                              "void kope_kernel(size_t n, const float *x, const float *y, float *out,\n"
                              "                 const struct kope_scalars *s) { (void)s; puts(\"hi\");\n"
                              "  for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i]; }\n");
@@ -357,10 +358,10 @@ static void test_seed_bad_input_records_nothing(void **state)
     /* a suite's "seed" member, relative to the suite file */
     assert_int_equal(mkdir("suite", 0755), 0);
     assert_int_equal(mkdir("suite/seeds", 0755), 0);
-    write_text("suite/seeds/s.c", seed_silu);
-    write_text("suite/ok.json", "{\"suite\": \"mine\", \"tasks\": [{\"name\": \"my-silu\", \"op\": \"silu\","
+    test_write_text("suite/seeds/s.c", seed_silu);
+    test_write_text("suite/ok.json", "{\"suite\": \"mine\", \"tasks\": [{\"name\": \"my-silu\", \"op\": \"silu\","
                                 " \"shape\": {\"n\": 1000}, \"seed\": \"seeds/s.c\"}]}");
-    write_text("suite/bad.json", "{\"suite\": \"mine\", \"tasks\": [{\"name\": \"my-silu\", \"op\": \"silu\","
+    test_write_text("suite/bad.json", "{\"suite\": \"mine\", \"tasks\": [{\"name\": \"my-silu\", \"op\": \"silu\","
                                  " \"shape\": {\"n\": 1000}, \"seed\": \"seeds/nope.c\"}]}");
     test_store_init("suite.db");
     n0 = n_records("suite.db");
@@ -370,6 +371,226 @@ static void test_seed_bad_input_records_nothing(void **state)
     assert_int_equal(sh("%s --db suite.db run --suite suite/ok.json --offline --budget 2", k), 0);
     assert_non_null(strstr(out, "trial 1/2 seeds/s.c: pass"));
     assert_non_null(strstr(out, "trial 2/2"));
+}
+
+/* ------------------------------------------------------ a user's own op */
+
+/* The example suite, --budget 1, no LLM, no seed: both user ops pass with
+ * their own reference as trial 1, recorded as proposer "ref", with the
+ * reference's two builds as the same-run baselines; the task records say
+ * user_op and carry the reference, which `kope kernel show` gives back. */
+static void test_user_op_suite_budget_one(void **state)
+{
+    (void)state;
+    if (!have_kope())
+        skip();
+    const char *k = kope_bin();
+    test_store_init("u.db");
+    assert_int_equal(sh("%s --db u.db run --suite %s/suites/user-ops.json --offline --budget 1", k,
+                        test_src_root()), 0);
+    assert_non_null(strstr(out, "swiglu-4096 trial 1/1 user-ops/swiglu_ref.c: pass"));
+    assert_non_null(strstr(out, "logsoftmax-8x1000 trial 1/1 user-ops/logsoftmax_ref.c: pass"));
+    assert_non_null(strstr(out, "passed 2/2"));
+    assert_int_equal(sh("%s --db u.db graph log swiglu-4096", k), 0);
+    assert_non_null(strstr(out, "[ref,reference]"));
+    assert_int_equal(sh("%s --db u.db graph export", k), 0);
+    assert_non_null(strstr(out, "\"user_op\":true"));
+    assert_non_null(strstr(out, "\"op\":\"swiglu\""));
+    assert_non_null(strstr(out, "scalar-O2"));
+    assert_non_null(strstr(out, "autovec-O3"));
+    assert_int_equal(sh("(%s --db u.db kernel show logsoftmax-8x1000 2>/dev/null)", k), 0);
+    assert_non_null(strstr(out, "float lse = mx + logf(sum);"));
+    /* an LLM reply applied later (core/agent/queue.c) evaluates against the task
+     * record alone: the user op comes back with its family and reference */
+    struct store *st;
+    struct graph g;
+    struct task_suite one;
+    char err[256];
+    uint8_t task[32];
+    assert_int_equal(store_open("u.db", &st, err, sizeof err), 0);
+    graph_init(&g, st);
+    assert_int_equal(graph_task_find(&g, "logsoftmax-8x1000", task), 0);
+    assert_int_equal(run_task_from_record(&g, task, &one), 0);
+    const struct plat_task *t = &one.tasks[0].t;
+    assert_int_equal(t->op, PLAT_OP_USER);
+    assert_int_equal(t->family, PLAT_FAM_ACTIVATION);
+    assert_true(plat_task_rowwise(t));
+    assert_string_equal(plat_task_op_name(t), "logsoftmax");
+    assert_non_null(t->user->ref);
+    assert_non_null(strstr(t->user->ref, "float lse = mx + logf(sum);"));
+    assert_true(t->rtol == 1e-4 && t->atol == 1e-4);
+    task_suite_free(&one);
+    graph_free(&g);
+    store_close(st);
+
+    /* the LLM's prompt states the op by its reference */
+    assert_int_equal(sh("%s --db u.db context logsoftmax-8x1000 --suite %s/suites/user-ops.json", k,
+                        test_src_root()), 0);
+    assert_non_null(strstr(out, "op logsoftmax (activation family)"));
+    assert_non_null(strstr(out, "A user's own op"));
+    assert_non_null(strstr(out, "float lse = mx + logf(sum);"));
+    /* the report marks user ops */
+    assert_int_equal(sh("%s --db u.db report --html r.html", k), 0);
+    assert_int_equal(sh("grep -c '(user op)' r.html"), 0);
+    assert_true(atoi(out) >= 2);
+
+    /* out again: the library's self-test checks a user op's kernel against
+     * that op's reference (ref_<symbol>.c) and has its dispatcher */
+    assert_int_equal(sh("%s --db u.db kernels export -o lib --include-emulated", k), 0);
+    assert_non_null(strstr(out, "exported 2 kernel(s)"));
+    assert_int_equal(sh("grep -c 'kope_uref_kope_swiglu_swiglu_4096' lib/kope_selftest_table.h"), 0);
+    assert_int_equal(sh("grep -l 'x\\[i\\] / (1.0f + expf(-x\\[i\\])) \\* y\\[i\\]' lib/ref_kope_swiglu_swiglu_4096.c"), 0);
+    assert_int_equal(sh("grep -c 'void kope_logsoftmax(size_t rows' lib/kope_kernels.h"), 0);
+    assert_int_equal(sh("grep -cE '\"user_op\":[[:space:]]*true' lib/kernels.json"), 0);
+    assert_int_equal(atoi(out), 2);
+    int mk = sh("make -s -C lib && make -s -C lib check");
+    if (mk)
+        fprintf(stderr, "make -C lib check:\n%s\n", out);
+    assert_int_equal(mk, 0);
+    assert_non_null(strstr(out, "ok   kope_swiglu_swiglu_4096"));
+    assert_non_null(strstr(out, "ok   kope_logsoftmax_logsoftmax_8x1000"));
+    assert_non_null(strstr(out, " 0 failed"));
+    /* and fails on a kernel that computes silu(x) * y a little off */
+    assert_int_equal(sh("sed -i 's/out\\[i\\] = x\\[i\\] \\/ (1.0f + expf(-x\\[i\\])) \\* y\\[i\\];/"
+                        "out[i] = x[i] \\/ (1.0f + expf(-x[i])) * y[i] * 1.001f;/' "
+                        "lib/kope_swiglu_swiglu_4096.c && grep -c '1.001f' lib/kope_swiglu_swiglu_4096.c"), 0);
+    assert_int_not_equal(sh("make -s -C lib check"), 0);
+    assert_non_null(strstr(out, "FAIL kope_swiglu_swiglu_4096"));
+    assert_null(strstr(out, "FAIL kope_logsoftmax"));
+}
+
+/* The judge is the user's reference: a seed computing another op (silu of
+ * x, y ignored) fails as wrong_result; one computing swiglu another way
+ * passes. The seeds are inline source in the suite. */
+static void test_user_op_judged_by_its_ref(void **state)
+{
+    (void)state;
+    if (!have_kope())
+        skip();
+    const char *k = kope_bin();
+    char suite[8192];
+    snprintf(suite, sizeof suite,
+             "{\"suite\": \"mine\", \"tasks\": ["
+             "{\"name\": \"sw-wrong\", \"op\": \"swiglu\", \"family\": \"elementwise\","
+             " \"ref\": \"%s/suites/user-ops/swiglu_ref.c\", \"shape\": {\"n\": 1000},"
+             " \"seed\": \"%s\\nvoid kope_kernel(size_t n, const float *x, const float *y, float *out,"
+             " const struct kope_scalars *s) { (void)y; (void)s;"
+             " for (size_t i = 0; i < n; i++) out[i] = x[i] / (1.0f + expf(-x[i])); }\\n\"},"
+             "{\"name\": \"sw-other\", \"op\": \"swiglu\", \"family\": \"elementwise\","
+             " \"ref\": \"%s/suites/user-ops/swiglu_ref.c\", \"shape\": {\"n\": 1000},"
+             " \"seed\": \"%s\\nvoid kope_kernel(size_t n, const float *x, const float *y, float *out,"
+             " const struct kope_scalars *s) { (void)s;"
+             " for (size_t i = 0; i < n; i++) out[i] = x[i] * y[i] / (1.0f + expf(-x[i])); }\\n\"}]}",
+             test_src_root(), "#include <stddef.h>\\n#include <math.h>\\n#include \\\"kernel_abi.h\\\"",
+             test_src_root(), "#include <stddef.h>\\n#include <math.h>\\n#include \\\"kernel_abi.h\\\"");
+    test_write_text("mine.json", suite);
+    test_store_init("j.db");
+    assert_int_equal(sh("%s --db j.db run --suite mine.json --offline --budget 2", k), 0);
+    assert_non_null(strstr(out, "sw-wrong trial 1/2 seed: wrong_result"));
+    assert_non_null(strstr(out, "sw-wrong trial 2/2 "));
+    assert_non_null(strstr(out, "sw-other trial 1/2 seed: pass"));
+    assert_non_null(strstr(out, "passed 2/2"));
+}
+
+/* Bad references: each a clear error naming the task, the field and the
+ * file; nothing recorded (the store holds what `kope init` wrote). */
+static void bad_ref(const char *name, const char *family, const char *shape, const char *src,
+                    const char *needle)
+{
+    const char *k = kope_bin();
+    char path[256], suite[1024];
+    snprintf(path, sizeof path, "%s.c", name);
+    if (src)
+        test_write_text(path, src);
+    snprintf(suite, sizeof suite,
+             "{\"suite\": \"bad\", \"tasks\": [{\"name\": \"%s\", \"op\": \"myop\", \"family\": \"%s\","
+             " \"ref\": \"%s\", \"shape\": %s}]}", name, family, path, shape);
+    test_write_text("bad.json", suite);
+    long n0 = n_records("bad.db");
+    int rc = sh("%s --db bad.db run --suite bad.json --offline --budget 1", k);
+    if (rc != 1 || !strstr(out, needle))
+        fprintf(stderr, "%s: rc %d: %s\n", name, rc, out);
+    assert_int_equal(rc, 1);
+    char task[300];
+    snprintf(task, sizeof task, "task '%s'", name);
+    assert_non_null(strstr(out, task));
+    assert_non_null(strstr(out, needle));
+    assert_int_equal(n_records("bad.db"), n0);
+}
+
+static void test_user_op_bad_refs_record_nothing(void **state)
+{
+    (void)state;
+    if (!have_kope())
+        skip();
+    test_store_init("bad.db");
+    bad_ref("wrong-sig", "elementwise", "{\"n\": 100}",
+            "#include <stddef.h>\n#include \"kernel_abi.h\"\n"
+            "void kope_kernel(size_t rows, size_t cols, const float *x, void *out) {\n"
+            "  for (size_t i = 0; i < rows * cols; i++) ((float *)out)[i] = x[i]; }\n",
+            "ref 'wrong-sig.c' does not build with the elementwise signature (kope_elementwise_fn in "
+            "kernel_abi.h): compiler rejected the source: wrong-sig.c:3:6: error: conflicting types for "
+            "'kope_kernel'");
+    bad_ref("oob-read", "elementwise", "{\"n\": 100}",
+            "#include <stddef.h>\n#include \"kernel_abi.h\"\n"
+            "void kope_kernel(size_t n, const float *x, const float *y, float *out,\n"
+            "                 const struct kope_scalars *s) { (void)s;\n"
+            "  for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i + 1]; }\n",
+            "ref 'oob-read.c' crashes");
+    bad_ref("screened", "reduction", "{\"rows\": 2, \"cols\": 10}",
+            "#include <stdio.h>\n#include \"kernel_abi.h\"\n"
+            "void kope_kernel(size_t rows, size_t cols, const float *x, void *out) {\n"
+            "  puts(\"hi\"); for (size_t r = 0; r < rows; r++) ((float *)out)[r] = x[r * cols]; }\n",
+            "ref 'screened.c' is refused by the kernel screen");
+    /* its result depends on where its output lives: the judge's copy and
+     * the kernel process's buffer differ, so it disagrees with itself */
+    bad_ref("by-address", "activation", "{\"n\": 100}",
+            "#include <stddef.h>\n#include <stdint.h>\n#include \"kernel_abi.h\"\n"
+            "void kope_kernel(size_t rows, size_t cols, const float *x, float *out, const float *g,\n"
+            "                 const float *b, const struct kope_scalars *s) { (void)g; (void)b; (void)s;\n"
+            "  float bias = (float)(((uintptr_t)out >> 2) & 1023);\n"
+            "  for (size_t i = 0; i < rows * cols; i++) out[i] = x[i] + bias; }\n",
+            "ref 'by-address.c' disagrees with itself");
+    bad_ref("missing", "elementwise", "{\"n\": 100}", NULL, "ref: cannot use 'missing.c'");
+    bad_ref("no-family", "pointwise", "{\"n\": 100}", "", "family 'pointwise' is unknown");
+}
+
+/* A best verified only at a reduced shape (under qemu the task case of a
+ * reduction above the verification work cap is cut, and the outcome says
+ * "reduced_shape") is never exported, with the reason on stderr and in
+ * kernels.json; --include-emulated does not override it. Natively nothing
+ * is cut: skipped there. */
+static void test_reduced_shape_not_exported(void **state)
+{
+    (void)state;
+    if (!have_kope())
+        skip();
+    const char *k = kope_bin();
+    test_write_text("big.json", "{\"suite\": \"big\", \"tasks\": ["
+                           "{\"name\": \"sum-big\", \"op\": \"sum\", \"shape\": {\"rows\": 4100, \"cols\": 4200}},"
+                           "{\"name\": \"add-small\", \"op\": \"add\", \"shape\": {\"n\": 1000}}]}");
+    test_store_init("red.db");
+    /* exit 1: sum-big has no fully verified pass */
+    assert_int_equal(sh("%s --db red.db run --suite big.json --offline --budget 1", k), 1);
+    assert_non_null(strstr(out, "passed 1/2"));
+    assert_int_equal(sh("%s --db red.db graph export", k), 0);
+    if (!strstr(out, "\"reduced_shape\":true")) {
+        fprintf(stderr, "no reduced-shape outcome (not emulated?): skipped\n");
+        skip();
+    }
+    assert_int_equal(sh("%s --db red.db kernels export -o red --include-emulated", k), 0);
+    assert_non_null(strstr(out, "exported 1 kernel(s)"));
+    assert_non_null(strstr(out, "not exported: task sum-big: no passing kernel fully verified on this "
+                                "target: outcome"));
+    assert_non_null(strstr(out, "verified only at a reduced shape"));
+    char *m = slurp("red/kernels.json");
+    assert_non_null(strstr(m, "\"task\":\t\"sum-big\""));
+    assert_non_null(strstr(m, "verified only at a reduced shape"));
+    assert_null(strstr(m, "kope_sum_sum_big"));
+    free(m);
+    /* named, it is a failure of the command */
+    assert_int_equal(sh("%s --db red.db kernels export -o red2 --include-emulated --task sum-big", k), 1);
+    assert_non_null(strstr(out, "verified only at a reduced shape"));
 }
 
 int main(void)
@@ -382,6 +603,10 @@ int main(void)
         cmocka_unit_test(test_seed_is_first_trial),
         cmocka_unit_test(test_seed_screened_like_any_candidate),
         cmocka_unit_test(test_seed_bad_input_records_nothing),
+        cmocka_unit_test(test_reduced_shape_not_exported),
+        cmocka_unit_test(test_user_op_suite_budget_one),
+        cmocka_unit_test(test_user_op_judged_by_its_ref),
+        cmocka_unit_test(test_user_op_bad_refs_record_nothing),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

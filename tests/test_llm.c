@@ -1,5 +1,6 @@
 /*
  * tests/test_llm.c - the LLM client (net/http.c, net/llm.c, net/llm_reply.c)
+ * and the agent's extraction of what it returns (core/context/reply.c)
  * against a real TLS server on loopback (tests/tls_server.c) that replays
  * declared replies and records the requests kope actually sent.
  *
@@ -10,12 +11,22 @@
  */
 #include <cJSON.h>
 
+#include "core/context/reply.h"
 #include "net/http.h"
 #include "net/llm.h"
 #include "testutil.h"
 #include "tls_server.c"
 
 static struct ts_pki pki;
+
+/* The agent's extraction of a reply's content (core/context/reply.h): net/ hands
+ * over the message only. */
+static struct reply got;
+static void extract(const struct llm_reply *r)
+{
+    reply_free(&got);
+    assert_int_equal(reply_extract(r->content, &got), 0);
+}
 
 static int setup_pki(void **state)
 {
@@ -88,15 +99,16 @@ static void test_good_reply(void **state)
     assert_string_equal(r.model, "test-model-2025");
     assert_int_equal(r.n_tokens_in, 123);
     assert_int_equal(r.n_tokens_out, 45);
-    assert_int_equal(r.code, LLM_CODE_FENCED);
-    assert_string_equal(r.kernel_lang, "c");
-    assert_string_equal(r.kernel, "#include <riscv_vector.h>\nvoid vadd(const float *a, const float *b, float *c, size_t n) {\n"
+    extract(&r);
+    assert_int_equal(got.code, REPLY_CODE_FENCED);
+    assert_string_equal(got.kernel_lang, "c");
+    assert_string_equal(got.kernel, "#include <riscv_vector.h>\nvoid vadd(const float *a, const float *b, float *c, size_t n) {\n"
                                   "  for (size_t i = 0; i < n; i++) c[i] = a[i] + b[i];\n}\n");
-    assert_int_equal(r.n_tags, 3);
-    assert_string_equal(r.tags[0], "vectorize-lmul4");
-    assert_string_equal(r.tags[1], "unroll-2");
-    assert_string_equal(r.tags[2], "tail-mask");
-    assert_string_equal(r.rationale, "LMUL=4 halves loop overhead; the tail uses vl.");
+    assert_int_equal(got.n_tags, 3);
+    assert_string_equal(got.tags[0], "vectorize-lmul4");
+    assert_string_equal(got.tags[1], "unroll-2");
+    assert_string_equal(got.tags[2], "tail-mask");
+    assert_string_equal(got.rationale, "LMUL=4 halves loop overhead; the tail uses vl.");
     assert_null(r.reasoning);
     assert_string_equal(r.error, "");
 
@@ -135,7 +147,8 @@ static void test_pin_match(void **state)
     struct llm_reply r;
     const struct ts_reply script[] = {{.status = 200, .body = good_body}};
     assert_int_equal(chat(&srv, pki.cert, pki.key, script, 1, pin_good, &r), 0);
-    assert_int_equal(r.code, LLM_CODE_FENCED);
+    extract(&r);
+    assert_int_equal(got.code, REPLY_CODE_FENCED);
     llm_reply_free(&r);
     ts_stop(&srv);
 }
@@ -152,11 +165,12 @@ static void test_unfenced_code(void **state)
                 "void k(float *x, size_t n)\\n{\\n    for (size_t i = 0; i < n; i++) { x[i] *= 2; }\\n}\\n\\n"
                 "TAGS: scalar\\nIt doubles x.\"},\"finish_reason\":\"stop\"}]}"}};
     assert_int_equal(chat(&srv, pki.cert, pki.key, script, 1, NULL, &r), 0);
-    assert_int_equal(r.code, LLM_CODE_UNFENCED);
-    assert_string_equal(r.kernel, "#include <stddef.h>\n\nvoid k(float *x, size_t n)\n{\n"
+    extract(&r);
+    assert_int_equal(got.code, REPLY_CODE_UNFENCED);
+    assert_string_equal(got.kernel, "#include <stddef.h>\n\nvoid k(float *x, size_t n)\n{\n"
                                   "    for (size_t i = 0; i < n; i++) { x[i] *= 2; }\n}\n");
-    assert_int_equal(r.n_tags, 1);
-    assert_string_equal(r.tags[0], "scalar");
+    assert_int_equal(got.n_tags, 1);
+    assert_string_equal(got.tags[0], "scalar");
     assert_int_equal(r.n_tokens_in, -1); /* no usage in this reply */
     llm_reply_free(&r);
     ts_stop(&srv);
@@ -171,9 +185,10 @@ static void test_no_code(void **state)
         .body = "{\"choices\":[{\"message\":{\"content\":\"I cannot do that; the loop is already optimal.\"},"
                 "\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":11}}"}};
     assert_int_equal(chat(&srv, pki.cert, pki.key, script, 1, NULL, &r), 0);
-    assert_int_equal(r.code, LLM_CODE_NONE);
-    assert_null(r.kernel);
-    assert_non_null(strstr(r.no_code, "no code"));
+    extract(&r);
+    assert_int_equal(got.code, REPLY_CODE_NONE);
+    assert_null(got.kernel);
+    assert_non_null(strstr(got.no_code, "no code"));
     assert_int_equal(r.n_tokens_out, 11);
     llm_reply_free(&r);
     ts_stop(&srv);
@@ -193,17 +208,21 @@ static void test_reasoning(void **state)
                  "\"finish_reason\":\"length\"}]}"}};
     assert_int_equal(chat(&srv, pki.cert, pki.key, script, 2, NULL, &r), 0);
     assert_string_equal(r.reasoning, "Try LMUL 8?\n```c\nint draft(void) { return 0; }\n```");
-    assert_string_equal(r.kernel, "int final(void) { return 1; }\n");
-    assert_string_equal(r.kernel_lang, "cpp");
+    extract(&r);
+    assert_string_equal(got.kernel, "int final(void) { return 1; }\n");
+    assert_string_equal(got.kernel_lang, "cpp");
     llm_reply_free(&r);
     ts_stop(&srv);
 
     /* Out of tokens while reasoning: no code, said plainly. */
     const struct ts_reply script2[] = {script[1]};
     assert_int_equal(chat(&srv, pki.cert, pki.key, script2, 1, NULL, &r), 0);
-    assert_int_equal(r.code, LLM_CODE_NONE);
-    assert_non_null(strstr(r.no_code, "reasoning_content"));
-    assert_non_null(strstr(r.no_code, "length"));
+    extract(&r);
+    /* net/ hands over what ended the reply; the outcome's words for it are
+     * the queue's (test_agent_llm test_truncated_and_reasoning_only) */
+    assert_int_equal(got.code, REPLY_CODE_NONE);
+    assert_string_equal(r.finish_reason, "length");
+    assert_string_equal(r.reasoning, "long thinking ...");
     llm_reply_free(&r);
     ts_stop(&srv);
 }
@@ -226,7 +245,8 @@ static void test_429_retry_after(void **state)
     uint64_t gap = srv.req[1].t_ms - srv.req[0].t_ms;
     assert_true(gap >= 950);
     assert_true(gap < 1000 + (uint64_t)test_ms(1500));
-    assert_int_equal(r.code, LLM_CODE_FENCED);
+    extract(&r);
+    assert_int_equal(got.code, REPLY_CODE_FENCED);
     llm_reply_free(&r);
     ts_stop(&srv);
 }
@@ -417,7 +437,8 @@ static void test_reset_mid_body(void **state)
                                        {.status = 200, .body = good_body}};
     assert_int_equal(chat(&srv, pki.cert, pki.key, script2, 2, NULL, &r), 0);
     assert_int_equal(r.attempts, 2);
-    assert_int_equal(r.code, LLM_CODE_FENCED);
+    extract(&r);
+    assert_int_equal(got.code, REPLY_CODE_FENCED);
     llm_reply_free(&r);
     ts_stop(&srv);
 }
@@ -435,7 +456,8 @@ static void test_malformed_json(void **state)
     assert_int_equal(r.attempts, 2); /* retried once */
     assert_int_equal(srv.n_req, 2);
     assert_string_equal(r.error, "");
-    assert_non_null(r.kernel);
+    extract(&r);
+    assert_non_null(got.kernel);
     llm_reply_free(&r);
     ts_stop(&srv);
 
@@ -662,34 +684,38 @@ static void test_error_codes(void **state)
 static void test_extract_rules(void **state)
 {
     (void)state;
-    struct llm_reply r;
-    llm_reply_init(&r);
     /* The longest C-like block wins; other languages are skipped. */
-    assert_int_equal(llm_reply_extract("```bash\nmake\n```\n```c\nint a;\n```\n```\nint b(void) { return 2; }\n```\n"
-                                       "```json\n{\"very\":\"long long long long long long long\"}\n```\n", &r), 0);
-    assert_string_equal(r.kernel, "int b(void) { return 2; }\n");
+    assert_int_equal(reply_extract("```bash\nmake\n```\n```c\nint a;\n```\n```\nint b(void) { return 2; }\n```\n"
+                                       "```json\n{\"very\":\"long long long long long long long\"}\n```\n", &got), 0);
+    assert_string_equal(got.kernel, "int b(void) { return 2; }\n");
     /* Only other languages: no code, with the reason. */
-    assert_int_equal(llm_reply_extract("```python\nprint(1)\n```\n", &r), 0);
-    assert_null(r.kernel);
-    assert_non_null(strstr(r.no_code, "python"));
+    assert_int_equal(reply_extract("```python\nprint(1)\n```\n", &got), 0);
+    assert_null(got.kernel);
+    assert_non_null(strstr(got.no_code, "python"));
     /* An unclosed, unbalanced fence (cut off): no code. */
-    assert_int_equal(llm_reply_extract("```c\nvoid f(void) {\n  for (;;) {\n", &r), 0);
-    assert_null(r.kernel);
-    assert_non_null(strstr(r.no_code, "not closed"));
+    assert_int_equal(reply_extract("```c\nvoid f(void) {\n  for (;;) {\n", &got), 0);
+    assert_null(got.kernel);
+    assert_non_null(strstr(got.no_code, "not closed"));
     /* An unclosed but whole block is taken. */
-    assert_int_equal(llm_reply_extract("~~~c\nvoid f(void) { }\n", &r), 0);
-    assert_string_equal(r.kernel, "void f(void) { }\n");
+    assert_int_equal(reply_extract("~~~c\nvoid f(void) { }\n", &got), 0);
+    assert_string_equal(got.kernel, "void f(void) { }\n");
     /* Decision with markdown decoration, duplicates and junk. */
-    assert_int_equal(llm_reply_extract("**Tags:** `LMUL-8`, lmul-8; strip/mine, ,\n"
-                                       "## Rationale: fewer\nstrips.\n\n```c\nint x;\n```\n", &r), 0);
-    assert_int_equal(r.n_tags, 2);
-    assert_string_equal(r.tags[0], "lmul-8");
-    assert_string_equal(r.tags[1], "strip-mine");
-    assert_string_equal(r.rationale, "fewer strips.");
+    assert_int_equal(reply_extract("**Tags:** `LMUL-8`, lmul-8; strip/mine, ,\n"
+                                       "## Rationale: fewer\nstrips.\n\n```c\nint x;\n```\n", &got), 0);
+    assert_int_equal(got.n_tags, 2);
+    assert_string_equal(got.tags[0], "lmul-8");
+    assert_string_equal(got.tags[1], "strip-mine");
+    assert_string_equal(got.rationale, "fewer strips.");
     /* Empty content. */
-    assert_int_equal(llm_reply_extract("", &r), 0);
-    assert_int_equal(r.code, LLM_CODE_NONE);
-    llm_reply_free(&r);
+    assert_int_equal(reply_extract("", &got), 0);
+    assert_int_equal(got.code, REPLY_CODE_NONE);
+    /* the format asks for the target's fence language */
+    char fmt[REPLY_FORMAT_MAX];
+    assert_true(reply_format("cpp", fmt, sizeof fmt) < sizeof fmt);
+    assert_non_null(strstr(fmt, "\n```cpp\n"));
+    assert_true(reply_format(NULL, fmt, sizeof fmt) < sizeof fmt);
+    assert_non_null(strstr(fmt, "\n```c\n"));
+    reply_free(&got);
 }
 
 static void test_error_text(void **state)
@@ -763,5 +789,7 @@ int main(void)
         cmocka_unit_test(test_error_text),
         cmocka_unit_test(test_settings),
     };
-    return cmocka_run_group_tests(tests, setup_pki, NULL);
+    int rc = cmocka_run_group_tests(tests, setup_pki, NULL);
+    reply_free(&got);
+    return rc;
 }

@@ -1,5 +1,5 @@
 /*
- * tests/test_report.c - `kope report --html` (core/cli_report.c) on a graph
+ * tests/test_report.c - `kope report --html` (core/cli/cli_report.c) on a graph
  * built here through the real graph API and SQLite store: the per-family
  * geometric means against the best peer, log-scale ratio charts, "*" on
  * every emulated label, the best kernel's source (user seeds and user ops
@@ -23,7 +23,7 @@
 
 #include "testutil.h"
 
-#include "core/graph.h"
+#include "core/graph/graph.h"
 #include "core/util.h"
 #include "store/store.h"
 
@@ -308,6 +308,47 @@ static void test_report_content_and_geometry(void **state)
     store_close(d.st);
 }
 
+/* A store filled by a real `kope run --offline` (the k3 harness under qemu,
+ * every figure emulated), not by rows written here: the ratios are the run's
+ * own, SLEEF shows among an exp task's same-run ratios (its peer), nothing
+ * came from an LLM (no tokens section), and with emulated outcomes only
+ * there is no roofline, even once a native probe record exists. */
+static void test_report_of_a_real_run(void **state)
+{
+    (void)state;
+    char out[8192];
+    const char *db = tpath("run.db"), *suite = tpath("one.json");
+    FILE *f = fopen(suite, "w");
+    assert_non_null(f);
+    fputs("{\"suite\": \"one\", \"tasks\": [{\"name\": \"exp-small\", \"op\": \"exp\", "
+          "\"dtype\": \"f32\", \"shape\": {\"n\": 1024}}]}\n", f);
+    fclose(f);
+    test_store_init(db);
+    int rc = run_cmd(out, sizeof out, "%s --db %s run --offline --budget 1 --suite %s", kope_bin(), db, suite);
+    if (rc != 0)
+        fail_msg("kope run exited %d: %.3000s", rc, out);
+    char *page = report(db, tpath("run.html"));
+    assert_non_null(strstr(page, "exp-small"));
+    assert_non_null(strstr(page, "sleef-m1"));
+    assert_non_null(strstr(page, "sleef-m2"));
+    assert_null(strstr(page, "LLM tokens per task"));
+    assert_null(strstr(page, "<th>tokens</th>"));
+    assert_null(strstr(page, "Roofline"));
+    free(page);
+    struct dev d;
+    assert_int_equal(store_open(db, &d.st, out, sizeof out), 0);
+    graph_init(&d.g, d.st);
+    char key[600];
+    snprintf(key, sizeof key, "%s.key", db);
+    assert_int_equal(graph_identity_load(&d.g, key), 0);
+    add_probe(&d);
+    graph_free(&d.g);
+    store_close(d.st);
+    page = report(db, tpath("run2.html"));
+    assert_null(strstr(page, "Roofline")); /* a native probe, but no native outcome */
+    free(page);
+}
+
 /* Headless Chromium renders the page and takes a screenshot. */
 static void test_report_renders_in_chromium(void **state)
 {
@@ -353,6 +394,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_report_content_and_geometry),
+        cmocka_unit_test(test_report_of_a_real_run),
         cmocka_unit_test(test_report_renders_in_chromium),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

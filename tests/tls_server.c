@@ -101,6 +101,8 @@ struct ts_pki {
     char wrong_ca[600], wrong_cert[600], wrong_key[600];
     char pin[128];                                /* sha256// of the good server key */
     char wrong_pin[128];                          /* sha256// of the wrong server key */
+    /* a chain whose server certificate expired (2020-2021) under a valid CA */
+    char old_ca[600], old_cert[600], old_key[600], old_pin[128];
 };
 
 static int ts_write_file(const char *path, const unsigned char *buf)
@@ -134,8 +136,8 @@ static int ts_genkey(mbedtls_pk_context *k, mbedtls_ctr_drbg_context *drbg)
 
 /* Issue a certificate for subj (signed by issuer_key / issuer_name) as PEM. */
 static int ts_issue(mbedtls_pk_context *subj_key, const char *subj, mbedtls_pk_context *issuer_key,
-                    const char *issuer, int is_ca, unsigned char serial, mbedtls_ctr_drbg_context *drbg,
-                    unsigned char *pem, size_t pem_len)
+                    const char *issuer, int is_ca, unsigned char serial, const char *not_after,
+                    mbedtls_ctr_drbg_context *drbg, unsigned char *pem, size_t pem_len)
 {
     mbedtls_x509write_cert w;
     mbedtls_x509write_crt_init(&w);
@@ -154,7 +156,7 @@ static int ts_issue(mbedtls_pk_context *subj_key, const char *subj, mbedtls_pk_c
     mbedtls_x509write_crt_set_md_alg(&w, MBEDTLS_MD_SHA256);
     if (mbedtls_x509write_crt_set_subject_name(&w, subj) || mbedtls_x509write_crt_set_issuer_name(&w, issuer) ||
         mbedtls_x509write_crt_set_serial_raw(&w, ser, 1) ||
-        mbedtls_x509write_crt_set_validity(&w, "20200101000000", "20491231235959") ||
+        mbedtls_x509write_crt_set_validity(&w, "20200101000000", not_after) ||
         mbedtls_x509write_crt_set_basic_constraints(&w, is_ca, is_ca ? 0 : -1) ||
         mbedtls_x509write_crt_set_subject_key_identifier(&w) ||
         mbedtls_x509write_crt_set_authority_key_identifier(&w) ||
@@ -170,8 +172,8 @@ out:
 }
 
 /* One CA + one server under it, written as dir/<name>-ca.pem etc. */
-static int ts_chain(const char *dir, const char *name, mbedtls_ctr_drbg_context *drbg, char *ca_path,
-                    char *cert_path, char *key_path, char *pin, size_t pin_len)
+static int ts_chain(const char *dir, const char *name, const char *server_not_after, mbedtls_ctr_drbg_context *drbg,
+                    char *ca_path, char *cert_path, char *key_path, char *pin, size_t pin_len)
 {
     mbedtls_pk_context cak, srvk;
     unsigned char pem[4096];
@@ -183,9 +185,10 @@ static int ts_chain(const char *dir, const char *name, mbedtls_ctr_drbg_context 
     snprintf(ca_path, 600, "%s/%s-ca.pem", dir, name);
     snprintf(cert_path, 600, "%s/%s-server.pem", dir, name);
     snprintf(key_path, 600, "%s/%s-server.key", dir, name);
-    if (ts_issue(&cak, ca_name, &cak, ca_name, 1, 1, drbg, pem, sizeof pem) || ts_write_file(ca_path, pem))
+    if (ts_issue(&cak, ca_name, &cak, ca_name, 1, 1, "20491231235959", drbg, pem, sizeof pem) ||
+        ts_write_file(ca_path, pem))
         goto out;
-    if (ts_issue(&srvk, "CN=localhost,O=kope tests", &cak, ca_name, 0, 2, drbg, pem, sizeof pem) ||
+    if (ts_issue(&srvk, "CN=localhost,O=kope tests", &cak, ca_name, 0, 2, server_not_after, drbg, pem, sizeof pem) ||
         ts_write_file(cert_path, pem))
         goto out;
     if (mbedtls_pk_write_key_pem(&srvk, pem, sizeof pem) || ts_write_file(key_path, pem))
@@ -208,8 +211,11 @@ static int ts_pki_make(const char *dir, struct ts_pki *p)
     mbedtls_ctr_drbg_init(&drbg);
     if (mbedtls_ctr_drbg_seed(&drbg, mbedtls_entropy_func, &ent, (const unsigned char *)"kope-ts", 7))
         goto out;
-    if (ts_chain(dir, "good", &drbg, p->ca, p->cert, p->key, p->pin, sizeof p->pin) ||
-        ts_chain(dir, "wrong", &drbg, p->wrong_ca, p->wrong_cert, p->wrong_key, p->wrong_pin, sizeof p->wrong_pin))
+    if (ts_chain(dir, "good", "20491231235959", &drbg, p->ca, p->cert, p->key, p->pin, sizeof p->pin) ||
+        ts_chain(dir, "wrong", "20491231235959", &drbg, p->wrong_ca, p->wrong_cert, p->wrong_key, p->wrong_pin,
+                 sizeof p->wrong_pin) ||
+        ts_chain(dir, "old", "20211231235959", &drbg, p->old_ca, p->old_cert, p->old_key, p->old_pin,
+                 sizeof p->old_pin))
         goto out;
     rc = 0;
 out:
@@ -453,6 +459,24 @@ static void ts_stop(struct ts_server *s)
 }
 
 /* The value of header name in rq (static buffer), or NULL. */
+/* The environment kope reads its LLM endpoint from (docs/LLM.md), for a
+ * server on port whose chain's CA is ca: no retries, a 5 s timeout, no
+ * proxy. */
+static void ts_llm_env(int port, const char *ca) __attribute__((unused));
+static void ts_llm_env(int port, const char *ca)
+{
+    char url[128];
+    snprintf(url, sizeof url, "https://127.0.0.1:%d/v1", port);
+    setenv("KOPE_LLM_BASE_URL", url, 1);
+    setenv("KOPE_LLM_MODEL", "test-model", 1);
+    setenv("KOPE_LLM_CA_FILE", ca, 1);
+    setenv("KOPE_LLM_API_KEY", "sk-test", 1);
+    setenv("KOPE_LLM_RETRIES", "0", 1);
+    setenv("KOPE_LLM_TIMEOUT_MS", "5000", 1);
+    unsetenv("https_proxy");
+    unsetenv("HTTPS_PROXY");
+}
+
 static const char *ts_header(const struct ts_request *rq, const char *name)
 {
     static char v[512];

@@ -44,6 +44,9 @@
 #include "platform/ascend/ascend.h"
 #include "platform/embed.h"
 #include "platform/report.h"
+/* the case list the host program runs (one copy, shared with it and the K3 harness) */
+#define KOPE_HARNESS_HOST_ONLY
+#include "platform/k3/embed/verdict.h"
 
 #define ASC_COMPILE_TIMEOUT_MS 300000 /* bisheng is slow: minutes for big kernels */
 #define ASC_RUN_TIMEOUT_MS 120000     /* above the NPU's own AI Core timeout */
@@ -61,96 +64,11 @@ static const struct { const char *from, *to; } rt_files[] = {
     {"platform/ascend/embed/kope_ascend.h", "kope_ascend.h"},
     {"platform/ascend/embed/CMakeLists.txt", "CMakeLists.txt"},
     {"platform/k3/embed/harness.h", "harness.h"},
+    {"platform/k3/embed/verdict.h", "verdict.h"},
     {"platform/k3/embed/ref.c", "ref.c"},
 };
 
 /* ------------------------------------------------------------- helpers --- */
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int set_err(struct platform *p, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int set_err(struct platform *p, int rc, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(p->err, sizeof p->err, fmt, ap);
-    va_end(ap);
-    p->rc = rc;
-    return rc;
-}
-
-static int file_write(const char *path, const char *data, size_t len)
-{
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return -1;
-    size_t w = fwrite(data, 1, len, f);
-    int rc = w == len ? 0 : -1;
-    if (fclose(f) != 0)
-        rc = -1;
-    return rc;
-}
-
-static void rm_tree(const char *path)
-{
-    DIR *d = opendir(path);
-    if (!d) {
-        unlink(path);
-        return;
-    }
-    struct dirent *e;
-    char sub[ASC_PATH_MAX + 256];
-    while ((e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(sub, sizeof sub, "%.500s/%.250s", path, e->d_name);
-        struct stat st;
-        if (lstat(sub, &st) == 0 && S_ISDIR(st.st_mode))
-            rm_tree(sub);
-        else
-            unlink(sub);
-    }
-    closedir(d);
-    rmdir(path);
-}
-
-/* argv built from formatted pieces, with fixed storage */
-#define ASC_MAX_ARGS 48
-struct cmd {
-    char *argv[ASC_MAX_ARGS];
-    char store[ASC_MAX_ARGS][ASC_PATH_MAX + 64];
-    int argc, overflow;
-};
-
-static void cmd_init(struct cmd *c)
-{
-    c->argc = 0;
-    c->overflow = 0;
-    c->argv[0] = NULL;
-}
-
-static void cmd_arg(struct cmd *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void cmd_arg(struct cmd *c, const char *fmt, ...)
-{
-    if (c->argc + 1 >= ASC_MAX_ARGS) {
-        c->overflow = 1;
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(c->store[c->argc], sizeof c->store[0], fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= sizeof c->store[0])
-        c->overflow = 1;
-    c->argv[c->argc] = c->store[c->argc];
-    c->argv[++c->argc] = NULL;
-}
 
 static int run_ok(const struct proc_result *r)
 {
@@ -164,14 +82,14 @@ static int rt_write(struct platform *p, struct ascend *a)
     char path[ASC_PATH_MAX];
     snprintf(path, sizeof path, "%.190s/rt", a->work);
     if (mkdir(path, 0700) != 0 && errno != EEXIST)
-        return set_err(p, PLAT_ERR_WORKDIR, "mkdir %.300s: %.100s", path, strerror(errno));
+        return plat_set_err(p, PLAT_ERR_WORKDIR, "mkdir %.300s: %.100s", path, strerror(errno));
     for (size_t i = 0; i < sizeof rt_files / sizeof rt_files[0]; i++) {
         const struct embed_file *e = embed_find(rt_files[i].from);
         if (!e)
-            return set_err(p, PLAT_ERR_HARNESS, "embedded file %s missing", rt_files[i].from);
+            return plat_set_err(p, PLAT_ERR_HARNESS, "embedded file %s missing", rt_files[i].from);
         snprintf(path, sizeof path, "%.190s/rt/%s", a->work, rt_files[i].to);
-        if (file_write(path, e->data, e->len))
-            return set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", path);
+        if (proc_file_write(path, e->data, e->len))
+            return plat_set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", path);
     }
     return 0;
 }
@@ -180,25 +98,29 @@ static int asc_open(struct platform *p)
 {
     struct ascend *a = calloc(1, sizeof *a);
     if (!a)
-        return set_err(p, PLAT_ERR_NOMEM, "out of memory");
+        return plat_set_err(p, PLAT_ERR_NOMEM, "out of memory");
     p->priv = a;
     const struct plat_settings *s = &p->set;
     struct asc_toolkit *tk = &a->tk;
-    asc_discover(tk, s->toolkit_home, s->npu_smi, s->soc_version);
-    a->device = s->device_id;
+    /* platform.ascend.*: the CANN toolkit root (NULL = $ASCEND_HOME_PATH,
+     * $ASCEND_TOOLKIT_HOME, default paths), npu-smi (NULL = PATH,
+     * /usr/local/sbin, /usr/local/bin), the SoC ("Ascend910B3"; NULL =
+     * "Ascend" + the Name npu-smi reports) and the device (0 = the first) */
+    asc_discover(tk, plat_setting_str(p, "home"), plat_setting_str(p, "npu_smi"), plat_setting_str(p, "soc"));
+    a->device = (int)plat_setting_num(p, "device", 0);
     if (!tk->home[0] || !tk->cmake_dir[0] || !tk->compiler[0] || !tk->cmake[0])
-        return set_err(p, PLAT_ERR_NO_TOOLCHAIN, "no usable CANN toolkit: %.370s. (%s)",
+        return plat_set_err(p, PLAT_ERR_NO_TOOLCHAIN, "no usable CANN toolkit: %.370s. (%s)",
                        tk->missing, ASC_HONESTY);
     if (s->work_dir && *s->work_dir) {
         if (strlen(s->work_dir) >= sizeof a->work)
-            return set_err(p, PLAT_ERR_WORKDIR, "work dir path too long (max %zu)", sizeof a->work - 1);
+            return plat_set_err(p, PLAT_ERR_WORKDIR, "work dir path too long (max %zu)", sizeof a->work - 1);
         snprintf(a->work, sizeof a->work, "%s", s->work_dir);
         mkdir(a->work, 0700);
     } else {
         const char *tmp = getenv("TMPDIR");
         snprintf(a->work, sizeof a->work, "%.150s/kope-ascend-XXXXXX", tmp && *tmp ? tmp : "/tmp");
         if (!mkdtemp(a->work))
-            return set_err(p, PLAT_ERR_WORKDIR, "mkdtemp %.150s: %.100s", a->work, strerror(errno));
+            return plat_set_err(p, PLAT_ERR_WORKDIR, "mkdtemp %.150s: %.100s", a->work, strerror(errno));
         a->own_work = 1;
     }
     return rt_write(p, a);
@@ -210,7 +132,7 @@ static void asc_close(struct platform *p)
     if (!a)
         return;
     if (a->own_work && a->work[0])
-        rm_tree(a->work);
+        proc_rm_tree(a->work);
     free(a);
     p->priv = NULL;
 }
@@ -252,21 +174,21 @@ static int block_dim_for(const struct ascend *a, const struct plat_task *t)
 }
 
 /* Run one build step; on a failed step fill out (COMPILE_ERROR) and return 1. */
-static int build_step(struct platform *p, struct cmd *c, struct plat_build *out, const char *what,
+static int build_step(struct platform *p, struct proc_cmd *c, struct plat_build *out, const char *what,
                       int *failed)
 {
     *failed = 0;
     if (c->overflow)
-        return set_err(p, PLAT_ERR_INTERNAL, "command line too long");
+        return plat_set_err(p, PLAT_ERR_INTERNAL, "command line too long");
     int timeout = p->set.compile_timeout_ms > 0 ? p->set.compile_timeout_ms : ASC_COMPILE_TIMEOUT_MS;
     struct proc_spec r = {.argv = c->argv, .timeout_ms = timeout, .output_cap = (uint64_t)8 << 20,
                         .out = out->diag, .out_len = sizeof out->diag};
     struct proc_result res;
     int rc = proc_run(&r, &res, p->err, sizeof p->err);
     if (rc)
-        return set_err(p, rc, "%s: %.400s", what, p->err);
+        return plat_set_err(p, rc, "%s: %.400s", what, p->err);
     if (res.exited && res.exit_code == 127 && strstr(out->diag, "kope: cannot run"))
-        return set_err(p, PLAT_ERR_NO_TOOLCHAIN, "%s: %.400s", what, out->diag);
+        return plat_set_err(p, PLAT_ERR_NO_TOOLCHAIN, "%s: %.400s", what, out->diag);
     out->diag_truncated = res.truncated;
     if (!run_ok(&res)) {
         *failed = 1;
@@ -282,8 +204,10 @@ static int asc_compile(struct platform *p, const struct plat_task *t, const char
 {
     struct ascend *a = p->priv;
     const struct asc_toolkit *tk = &a->tk;
-    double t0 = now_ms();
+    double t0 = proc_now_ms();
     int rc = 0, failed = 0;
+    if (t->op == PLAT_OP_USER) /* its reference is RVV-target C (platform.h struct plat_user_op) */
+        return plat_set_err(p, PLAT_ERR_UNSUPPORTED, "task %.64s: a user's own op runs on k3 only", t->name);
     if (len > PLAT_SRC_MAX) {
         out->reason = PLAT_FAIL_SCREEN_REJECTED;
         out->screen_rule = PLAT_SCREEN_TOO_BIG;
@@ -296,7 +220,7 @@ static int asc_compile(struct platform *p, const struct plat_task *t, const char
         goto out;
     }
     if (!tk->soc[0])
-        return set_err(p, PLAT_ERR_NO_RUNNER,
+        return plat_set_err(p, PLAT_ERR_NO_RUNNER,
                        "no SoC version to build for: no NPU found (%.300s) and platform.ascend.soc "
                        "is not set", tk->missing);
     out->id = ++a->next_id;
@@ -304,39 +228,39 @@ static int asc_compile(struct platform *p, const struct plat_task *t, const char
     snprintf(dir, sizeof dir, "%.200s/c%llu", a->work, (unsigned long long)out->id);
     snprintf(build, sizeof build, "%s/build", dir);
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-        return set_err(p, PLAT_ERR_WORKDIR, "mkdir %.300s: %.100s", dir, strerror(errno));
+        return plat_set_err(p, PLAT_ERR_WORKDIR, "mkdir %.300s: %.100s", dir, strerror(errno));
     snprintf(path, sizeof path, "%s/kernel.cpp", dir);
-    if (file_write(path, src, len))
-        return set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", path);
+    if (proc_file_write(path, src, len))
+        return plat_set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", path);
     const struct embed_file *cm = embed_find("platform/ascend/embed/CMakeLists.txt");
     snprintf(path, sizeof path, "%s/CMakeLists.txt", dir);
-    if (!cm || file_write(path, cm->data, cm->len))
-        return set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", path);
+    if (!cm || proc_file_write(path, cm->data, cm->len))
+        return plat_set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", path);
 
-    struct cmd c;
-    cmd_init(&c);
-    cmd_arg(&c, "%s", tk->cmake);
-    cmd_arg(&c, "-S");
-    cmd_arg(&c, "%s", dir);
-    cmd_arg(&c, "-B");
-    cmd_arg(&c, "%s", build);
-    cmd_arg(&c, "-DSOC_VERSION=%s", tk->soc);
-    cmd_arg(&c, "-DASCEND_CANN_PACKAGE_PATH=%s", tk->home);
-    cmd_arg(&c, "-DKOPE_RT=%.190s/rt", a->work);
-    cmd_arg(&c, "-DKOPE_FAMILY=%d", (int)t->family);
-    cmd_arg(&c, "-DKOPE_HAVE_ACLNN=%d", tk->has_aclnn && !a->aclnn_off ? 1 : 0);
+    struct proc_cmd c;
+    proc_cmd_init(&c);
+    proc_cmd_arg(&c, "%s", tk->cmake);
+    proc_cmd_arg(&c, "-S");
+    proc_cmd_arg(&c, "%s", dir);
+    proc_cmd_arg(&c, "-B");
+    proc_cmd_arg(&c, "%s", build);
+    proc_cmd_arg(&c, "-DSOC_VERSION=%s", tk->soc);
+    proc_cmd_arg(&c, "-DASCEND_CANN_PACKAGE_PATH=%s", tk->home);
+    proc_cmd_arg(&c, "-DKOPE_RT=%.190s/rt", a->work);
+    proc_cmd_arg(&c, "-DKOPE_FAMILY=%d", (int)t->family);
+    proc_cmd_arg(&c, "-DKOPE_HAVE_ACLNN=%d", tk->has_aclnn && !a->aclnn_off ? 1 : 0);
     rc = build_step(p, &c, out, "cmake configure", &failed);
     if (rc || failed)
         goto out;
     /* the candidate alone first: its diagnostics are the ones that matter */
     static const char *const targets[] = {"kope_kernels", "kope_host"};
     for (int i = 0; i < 2; i++) {
-        cmd_init(&c);
-        cmd_arg(&c, "%s", tk->cmake);
-        cmd_arg(&c, "--build");
-        cmd_arg(&c, "%s", build);
-        cmd_arg(&c, "--target");
-        cmd_arg(&c, "%s", targets[i]);
+        proc_cmd_init(&c);
+        proc_cmd_arg(&c, "%s", tk->cmake);
+        proc_cmd_arg(&c, "--build");
+        proc_cmd_arg(&c, "%s", build);
+        proc_cmd_arg(&c, "--target");
+        proc_cmd_arg(&c, "%s", targets[i]);
         rc = build_step(p, &c, out, i == 0 ? "kernel build (ascendc_library)"
                                            : "host program build (launch signature vs the family ABI)",
                         &failed);
@@ -349,18 +273,18 @@ static int asc_compile(struct platform *p, const struct plat_task *t, const char
             memcpy(diag1, out->diag, sizeof diag1);
             struct plat_build retry = *out;
             int f2 = 0;
-            cmd_init(&c);
-            cmd_arg(&c, "%s", tk->cmake);
-            cmd_arg(&c, "-DKOPE_HAVE_ACLNN=0");
-            cmd_arg(&c, "%s", build);
+            proc_cmd_init(&c);
+            proc_cmd_arg(&c, "%s", tk->cmake);
+            proc_cmd_arg(&c, "-DKOPE_HAVE_ACLNN=0");
+            proc_cmd_arg(&c, "%s", build);
             rc = build_step(p, &c, &retry, "cmake reconfigure without aclnn", &f2);
             if (!rc && !f2) {
-                cmd_init(&c);
-                cmd_arg(&c, "%s", tk->cmake);
-                cmd_arg(&c, "--build");
-                cmd_arg(&c, "%s", build);
-                cmd_arg(&c, "--target");
-                cmd_arg(&c, "kope_host");
+                proc_cmd_init(&c);
+                proc_cmd_arg(&c, "%s", tk->cmake);
+                proc_cmd_arg(&c, "--build");
+                proc_cmd_arg(&c, "%s", build);
+                proc_cmd_arg(&c, "--target");
+                proc_cmd_arg(&c, "kope_host");
                 rc = build_step(p, &c, &retry, "host program build", &f2);
             }
             if (rc)
@@ -383,12 +307,12 @@ static int asc_compile(struct platform *p, const struct plat_task *t, const char
     }
     snprintf(out->path, sizeof out->path, "%s/kope_host", build);
     if (access(out->path, X_OK) != 0)
-        return set_err(p, PLAT_ERR_HARNESS, "build finished but %.300s is missing", out->path);
+        return plat_set_err(p, PLAT_ERR_HARNESS, "build finished but %.300s is missing", out->path);
     out->diag[0] = '\0';
     out->diag_truncated = 0;
     out->ok = 1;
 out:
-    out->compile_ms = now_ms() - t0;
+    out->compile_ms = proc_now_ms() - t0;
     return rc;
 }
 
@@ -399,7 +323,7 @@ static void asc_build_free(struct platform *p, struct plat_build *b)
         return;
     char dir[256];
     snprintf(dir, sizeof dir, "%.200s/c%llu", a->work, (unsigned long long)b->id);
-    rm_tree(dir);
+    proc_rm_tree(dir);
     b->path[0] = '\0';
     b->ok = 0;
 }
@@ -411,34 +335,146 @@ struct hrun {
     struct proc_result res;
     char out[1024];
     struct plat_report r;         /* what the host program printed (platform/report.h) */
+    char refused[200];            /* why the report is not trusted ("" = it is) */
 };
 
-static void host_args(struct platform *p, struct cmd *c, const struct plat_task *t,
+/* The cases kope asks the host program for, in the order it runs them
+ * (verdict.h: the same functions build host.cpp's list). verify: the task
+ * case, its reseeded re-run, the awkward and special cases; measure: the
+ * pre-timing check and, when that passed, the post-timing one. */
+static int expected_cases(const struct plat_task *t, const char *mode, double max_work,
+                          struct h_case *out, int cap)
+{
+    int rowwise = plat_op_is_rowwise(t->op), n = 0;
+    struct h_case task;
+    h_ascend_task_case((int)t->op, (int)t->family, rowwise, t->n, t->rows, t->cols, t->m, t->k,
+                       t->batch, max_work, &task);
+    if (strcmp(mode, "verify") == 0) {
+        out[n++] = task;
+        out[n] = task;
+        snprintf(out[n++].label, sizeof out[0].label, "task-reseeded");
+        h_cases_awkward((int)t->op, (int)t->family, rowwise, 8, 64, out, &n, cap);
+    } else if (strcmp(mode, "measure") == 0) {
+        out[n] = task;
+        snprintf(out[n++].label, sizeof out[0].label, "pre-timing");
+        out[n] = task;
+        snprintf(out[n++].label, sizeof out[0].label, "post-timing");
+    }
+    return n;
+}
+
+/* Whether the report is exactly what kope asked for; why not into h->refused.
+ * The host program is kope's, but it links the candidate's kernel library:
+ * a report that is not the list of cases kope asked for, in order, with their
+ * shapes, each once, ended by one `done` with nothing after it, is not a
+ * verdict (a forged or edited report, a case dropped or renamed). */
+static void report_check(struct hrun *h, const char *text, const struct plat_task *t,
+                         const char *mode, double max_work)
+{
+    char labels[PLAT_MAX_CASES + 1][48], tnames[PLAT_MAX_BASELINES + 2][PLAT_NAME_MAX];
+    int nl = 0, nt = 0, dones = 0, case_lines = 0;
+    for (const char *l = text; *l;) {
+        const char *e = strchr(l, '\n');
+        size_t len = e ? (size_t)(e - l) : strlen(l);
+        if (len && dones) {
+            snprintf(h->refused, sizeof h->refused, "a line after `done`: %.60s", l);
+            return;
+        }
+        if (len == 4 && memcmp(l, "done", 4) == 0) {
+            dones++;
+        } else if (len > 5 && memcmp(l, "case ", 5) == 0) {
+            char lab[48] = "";
+            case_lines++;
+            if (sscanf(l + 5, "%47s", lab) == 1) {
+                for (int i = 0; i < nl; i++)
+                    if (strcmp(labels[i], lab) == 0) {
+                        snprintf(h->refused, sizeof h->refused, "case %s reported twice", lab);
+                        return;
+                    }
+                if (nl <= PLAT_MAX_CASES)
+                    snprintf(labels[nl++], sizeof labels[0], "%s", lab);
+            }
+        } else if (len > 5 && memcmp(l, "time ", 5) == 0) {
+            char nm[PLAT_NAME_MAX] = "";
+            if (sscanf(l + 5, "%63s", nm) == 1) {
+                for (int i = 0; i < nt; i++)
+                    if (strcmp(tnames[i], nm) == 0) {
+                        snprintf(h->refused, sizeof h->refused, "timing %s reported twice", nm);
+                        return;
+                    }
+                if (nt < PLAT_MAX_BASELINES + 2)
+                    snprintf(tnames[nt++], sizeof tnames[0], "%s", nm);
+            }
+        }
+        l += len + (e ? 1 : 0);
+    }
+    if (case_lines != h->r.n_cases) {
+        snprintf(h->refused, sizeof h->refused, "%d case lines, %d readable", case_lines, h->r.n_cases);
+        return;
+    }
+    /* a case passes exactly when its reason is none: a PASS flag that
+     * disagrees is what a candidate interposing a libc function of the host
+     * program (strcmp decides the flag) would produce */
+    for (int i = 0; i < h->r.n_cases; i++)
+        if (h->r.cases[i].pass != (h->r.cases[i].reason == PLAT_FAIL_NONE)) {
+            snprintf(h->refused, sizeof h->refused, "case %.40s: PASS flag %d with reason %s",
+                     h->r.cases[i].label, h->r.cases[i].pass, plat_fail_name(h->r.cases[i].reason));
+            return;
+        }
+    /* the list is checked on a finished run that reports no failure of its
+     * own: a run that stopped early (crash, timeout) is a failure anyway */
+    if (!h->r.done || h->r.fail != PLAT_FAIL_NONE)
+        return;
+    struct h_case exp[H_MAX_CASES + 2];
+    int ne = expected_cases(t, mode, max_work, exp, H_MAX_CASES + 2);
+    if (strcmp(mode, "measure") == 0 && h->r.n_cases >= 1 && !h->r.cases[0].pass)
+        ne = 1; /* no timing, no post-timing check after a failed pre-timing one */
+    if (strcmp(mode, "profile") == 0)
+        return;
+    if (h->r.n_cases != ne) {
+        snprintf(h->refused, sizeof h->refused, "%d cases reported, %d asked for", h->r.n_cases, ne);
+        return;
+    }
+    for (int i = 0; i < ne; i++) {
+        const struct plat_case *c = &h->r.cases[i];
+        const struct h_case *x = &exp[i];
+        if (strcmp(c->label, x->label) != 0 || c->n != x->n || c->rows != x->rows ||
+            c->cols != x->cols || c->m != x->m || c->k != x->k || c->batch != x->batch) {
+            snprintf(h->refused, sizeof h->refused, "case %d is %.40s (%llu %llu %llu %llu %llu %llu), "
+                     "asked for %.40s", i + 1, c->label, (unsigned long long)c->n,
+                     (unsigned long long)c->rows, (unsigned long long)c->cols, (unsigned long long)c->m,
+                     (unsigned long long)c->k, (unsigned long long)c->batch, x->label);
+            return;
+        }
+    }
+}
+
+static void host_args(struct platform *p, struct proc_cmd *c, const struct plat_task *t,
                       const struct plat_build *b, const char *mode, const char *report)
 {
     struct ascend *a = p->priv;
     const struct plat_settings *s = &p->set;
-    cmd_arg(c, "%s", b->path);
-    cmd_arg(c, "mode=%s", mode);
-    cmd_arg(c, "op=%s", plat_op_name(t->op));
-    cmd_arg(c, "n=%llu", (unsigned long long)t->n);
-    cmd_arg(c, "rows=%llu", (unsigned long long)t->rows);
-    cmd_arg(c, "cols=%llu", (unsigned long long)t->cols);
-    cmd_arg(c, "m=%llu", (unsigned long long)t->m);
-    cmd_arg(c, "k=%llu", (unsigned long long)t->k);
-    cmd_arg(c, "batch=%llu", (unsigned long long)t->batch);
-    cmd_arg(c, "rtol=%.17g", t->rtol);
-    cmd_arg(c, "atol=%.17g", t->atol);
-    cmd_arg(c, "seed=%llu", (unsigned long long)(0x6b6f7065ull + b->id * 1000003ull));
-    cmd_arg(c, "report=%s", report);
-    cmd_arg(c, "device=%d", a->device);
-    cmd_arg(c, "block_dim=%d", block_dim_for(a, t));
-    cmd_arg(c, "max_work=%.0f", a->tk.fake ? ASC_MAX_WORK_EMULATED : 0.0);
-    cmd_arg(c, "min_ms=%d", s->min_repeat_ms > 0 ? s->min_repeat_ms : ASC_MIN_REPEAT_MS);
-    cmd_arg(c, "max_rep=%d", s->max_repeats > 0 ? s->max_repeats : 1000);
-    cmd_arg(c, "warmup=%d", ASC_WARMUP);
-    cmd_arg(c, "launches=%d", ASC_LAUNCHES);
-    cmd_arg(c, "no_baselines=%d", (s->flags & PLAT_SET_NO_BASELINES) ? 1 : 0);
+    proc_cmd_arg(c, "%s", b->path);
+    proc_cmd_arg(c, "mode=%s", mode);
+    proc_cmd_arg(c, "op=%s", plat_op_name(t->op));
+    proc_cmd_arg(c, "n=%llu", (unsigned long long)t->n);
+    proc_cmd_arg(c, "rows=%llu", (unsigned long long)t->rows);
+    proc_cmd_arg(c, "cols=%llu", (unsigned long long)t->cols);
+    proc_cmd_arg(c, "m=%llu", (unsigned long long)t->m);
+    proc_cmd_arg(c, "k=%llu", (unsigned long long)t->k);
+    proc_cmd_arg(c, "batch=%llu", (unsigned long long)t->batch);
+    proc_cmd_arg(c, "rtol=%.17g", t->rtol);
+    proc_cmd_arg(c, "atol=%.17g", t->atol);
+    proc_cmd_arg(c, "seed=%llu", (unsigned long long)(0x6b6f7065ull + b->id * 1000003ull));
+    proc_cmd_arg(c, "report=%s", report);
+    proc_cmd_arg(c, "device=%d", a->device);
+    proc_cmd_arg(c, "block_dim=%d", block_dim_for(a, t));
+    proc_cmd_arg(c, "max_work=%.0f", a->tk.fake ? ASC_MAX_WORK_EMULATED : 0.0);
+    proc_cmd_arg(c, "min_ms=%d", s->min_repeat_ms > 0 ? s->min_repeat_ms : ASC_MIN_REPEAT_MS);
+    proc_cmd_arg(c, "max_rep=%d", s->max_repeats > 0 ? s->max_repeats : 1000);
+    proc_cmd_arg(c, "warmup=%d", ASC_WARMUP);
+    proc_cmd_arg(c, "launches=%d", ASC_LAUNCHES);
+    proc_cmd_arg(c, "no_baselines=%d", (s->flags & PLAT_SET_NO_BASELINES) ? 1 : 0);
 }
 
 /* Run the host program (optionally under `msprof op`); parse its report. */
@@ -448,24 +484,24 @@ static int host_run(struct platform *p, const struct plat_task *t, const struct 
     struct ascend *a = p->priv;
     memset(h, 0, sizeof *h);
     if (!a->tk.npu_found)
-        return set_err(p, PLAT_ERR_NO_RUNNER, "no Ascend NPU to run on: %.400s", a->tk.missing);
+        return plat_set_err(p, PLAT_ERR_NO_RUNNER, "no Ascend NPU to run on: %.400s", a->tk.missing);
     char dir[256], report[ASC_PATH_MAX];
     snprintf(dir, sizeof dir, "%.200s/c%llu", a->work, (unsigned long long)b->id);
     snprintf(report, sizeof report, "%s/%s.report", dir, mode);
     unlink(report);
-    struct cmd c;
-    cmd_init(&c);
+    struct proc_cmd c;
+    proc_cmd_init(&c);
     if (prof_dir) {
-        cmd_arg(&c, "%s", a->tk.msprof);
-        cmd_arg(&c, "op");
-        cmd_arg(&c, "--output=%s", prof_dir);
-        cmd_arg(&c, "--kernel-name=kope_kernel");
-        cmd_arg(&c, "--warm-up=%d", ASC_WARMUP);
-        cmd_arg(&c, "--launch-count=%d", ASC_LAUNCHES);
+        proc_cmd_arg(&c, "%s", a->tk.msprof);
+        proc_cmd_arg(&c, "op");
+        proc_cmd_arg(&c, "--output=%s", prof_dir);
+        proc_cmd_arg(&c, "--kernel-name=kope_kernel");
+        proc_cmd_arg(&c, "--warm-up=%d", ASC_WARMUP);
+        proc_cmd_arg(&c, "--launch-count=%d", ASC_LAUNCHES);
     }
     host_args(p, &c, t, b, mode, report);
     if (c.overflow)
-        return set_err(p, PLAT_ERR_INTERNAL, "host program command line too long");
+        return plat_set_err(p, PLAT_ERR_INTERNAL, "host program command line too long");
     const struct plat_settings *s = &p->set;
     struct proc_spec r = {
         .argv = c.argv, .cwd = dir,
@@ -481,12 +517,19 @@ static int host_run(struct platform *p, const struct plat_task *t, const struct 
         char *text = malloc(ASC_REPORT_MAX + 1);
         if (!text) {
             fclose(f);
-            return set_err(p, PLAT_ERR_NOMEM, "out of memory");
+            return plat_set_err(p, PLAT_ERR_NOMEM, "out of memory");
         }
         size_t n = fread(text, 1, ASC_REPORT_MAX, f);
         text[n] = '\0';
         fclose(f);
+        char *copy = strdup(text); /* plat_report_parse cuts text up */
+        if (!copy) {
+            free(text);
+            return plat_set_err(p, PLAT_ERR_NOMEM, "out of memory");
+        }
         plat_report_parse(text, &h->r);
+        report_check(h, copy, t, mode, a->tk.fake ? ASC_MAX_WORK_EMULATED : 0.0);
+        free(copy);
         free(text);
     }
     return 0;
@@ -504,6 +547,9 @@ static void classify(const struct hrun *h, enum plat_fail *reason, int *sig, cha
     } else if (h->res.timed_out) {
         *reason = PLAT_FAIL_TIMEOUT;
         snprintf(detail, dl, "no result after %.0f ms (kernel hang?); killed", h->res.wall_ms);
+    } else if (h->refused[0]) {
+        *reason = PLAT_FAIL_HARNESS;
+        snprintf(detail, dl, "report refused: %s", h->refused);
     } else if (h->r.fail != PLAT_FAIL_NONE) {
         *reason = h->r.fail;
         snprintf(detail, dl, "%s", h->r.fail_detail);
@@ -531,7 +577,7 @@ static int asc_verify(struct platform *p, const struct plat_task *t, const struc
     struct ascend *a = p->priv;
     struct hrun *h = malloc(sizeof *h);
     if (!h)
-        return set_err(p, PLAT_ERR_NOMEM, "out of memory");
+        return plat_set_err(p, PLAT_ERR_NOMEM, "out of memory");
     int rc = host_run(p, t, b, "verify", NULL, h);
     if (rc)
         goto out;
@@ -575,7 +621,7 @@ static int msprof_time(struct platform *p, const struct plat_task *t, const stru
     }
     char prof[300];
     snprintf(prof, sizeof prof, "%.200s/c%llu/msprof", a->work, (unsigned long long)b->id);
-    rm_tree(prof);
+    proc_rm_tree(prof);
     if (mkdir(prof, 0700) != 0) {
         snprintf(why, why_len, "cannot make the msprof output dir");
         return 0;
@@ -611,7 +657,7 @@ static int asc_measure(struct platform *p, const struct plat_task *t, const stru
     double *ns = NULL;
     struct hrun *h = malloc(sizeof *h);
     if (!h)
-        return set_err(p, PLAT_ERR_NOMEM, "out of memory");
+        return plat_set_err(p, PLAT_ERR_NOMEM, "out of memory");
     int rc = host_run(p, t, b, "measure", NULL, h);
     if (rc)
         goto out;
@@ -707,10 +753,10 @@ static int asc_probe(struct platform *p, struct plat_probe *out)
              tk->fake ? "FAKE toolkit: every number comes from tests/fake-cann, not from hardware. " : "",
              ASC_HONESTY);
     if (!tk->npu_found)
-        return set_err(p, PLAT_ERR_NO_RUNNER, "toolkit found (%.200s) but no NPU: %.250s",
+        return plat_set_err(p, PLAT_ERR_NO_RUNNER, "toolkit found (%.200s) but no NPU: %.250s",
                        out->toolkit, tk->missing);
     if (!tk->ai_cores)
-        return set_err(p, PLAT_ERR_NO_RUNNER, "NPU %s found but its core counts are unknown: %.300s",
+        return plat_set_err(p, PLAT_ERR_NO_RUNNER, "NPU %s found but its core counts are unknown: %.300s",
                        tk->npu_name, tk->missing);
     return 0;
 }
@@ -726,15 +772,17 @@ static int asc_starter(struct platform *p, const struct plat_task *t, char **src
     snprintf(name, sizeof name, "platform/ascend/embed/starters/%s.cpp", fam);
     const struct embed_file *e = embed_find(name);
     if (!e || (unsigned)t->op >= PLAT_OP_COUNT)
-        return set_err(p, PLAT_ERR_UNSUPPORTED, "no Ascend starter for op %d", (int)t->op);
+        return plat_set_err(p, PLAT_ERR_UNSUPPORTED, "no Ascend starter for op %d", (int)t->op);
     *src = malloc(e->len + 1);
     if (!*src)
-        return set_err(p, PLAT_ERR_NOMEM, "out of memory");
+        return plat_set_err(p, PLAT_ERR_NOMEM, "out of memory");
     memcpy(*src, e->data, e->len + 1);
     *len = e->len;
     snprintf(label, label_len, "ascend-starter-%s", fam);
     return 0;
 }
+
+extern const struct plat_prompt ascend_prompt; /* platform/ascend/prompt.c */
 
 const struct platform_ops plat_ascend_ops = {
     .name = "ascend",
@@ -747,4 +795,5 @@ const struct platform_ops plat_ascend_ops = {
     .probe = asc_probe,
     .build_free = asc_build_free,
     .starter = asc_starter,
+    .prompt = &ascend_prompt,
 };

@@ -12,7 +12,9 @@
  * Build layout (work dir, one per open platform):
  *   rt/          harness sources written from the embedded table, and their
  *                objects, compiled once: harness.o ref.o blas.o, plus
- *                base_{scalar,autovec}_OP.o per op on first use
+ *                base_{scalar,autovec}_OP.o per op on first use; for a
+ *                user's own op, user_F.o per family and uref_HASH.c with
+ *                uref_HASH_{s,v}.o per reference (rt_user)
  *   c<id>/       one candidate: cand.c, cand.o, harness program, reports
  * Per candidate only cand.c is compiled and the program linked.
  *
@@ -42,11 +44,14 @@
 #include "platform/hostcheck.h"
 #include "platform/k3/k3.h"
 #include "platform/k3/k3_icount.h"
+#include "platform/k3/k3_templates.h"
+#include "platform/noise.h"
 #include "platform/report.h"
 #define KOPE_HARNESS_HOST_ONLY
 #include "platform/k3/embed/harness.h"
 
 _Static_assert((int)H_OP_COUNT == (int)PLAT_OP_COUNT, "harness op list must match enum plat_op");
+_Static_assert((int)H_OP_USER == (int)PLAT_OP_USER, "the harness's user op must be PLAT_OP_USER");
 _Static_assert((int)H_OP_GEMV == (int)PLAT_OP_GEMV && (int)H_OP_SOFTMAX == (int)PLAT_OP_SOFTMAX,
                "harness op order must match enum plat_op");
 
@@ -58,6 +63,9 @@ _Static_assert((int)H_OP_GEMV == (int)PLAT_OP_GEMV && (int)H_OP_SOFTMAX == (int)
 #define K3_TIMEOUT_MS_NATIVE 30000
 #define K3_TIMEOUT_MS_EMULATED 60000
 #define K3_COMPILE_TIMEOUT_MS 60000
+/* natively in a virtual machine the compiler itself runs emulated: the board
+ * VM's gcc took up to a minute for the harness on a loaded host */
+#define K3_COMPILE_TIMEOUT_MS_VM 600000
 #define K3_MEM_LIMIT ((uint64_t)4 << 30)
 #define K3_OUTPUT_CAP ((uint64_t)1 << 20)
 #define K3_MIN_REPEAT_MS_NATIVE 200
@@ -73,40 +81,10 @@ _Static_assert((int)H_OP_GEMV == (int)PLAT_OP_GEMV && (int)H_OP_SOFTMAX == (int)
 #define K3_MAX_WORK_VERIFY_EMULATED 1.7e7
 #define K3_REPORT_MAX (256u << 10)
 
-static const char *const rt_files[] = {"harness.c", "harness.h", "ref.c", "base.c", "blas.c"};
+static const char *const rt_files[] = {"harness.c", "harness.h", "verdict.h", "ref.c", "base.c", "blas.c",
+                                       "sleef.c", "user.c"};
 
 /* ------------------------------------------------------------- helpers --- */
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int set_err(struct platform *p, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int set_err(struct platform *p, int rc, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(p->err, sizeof p->err, fmt, ap);
-    va_end(ap);
-    p->rc = rc;
-    return rc;
-}
-
-static int file_write(const char *path, const char *data, size_t len)
-{
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return -1;
-    size_t w = fwrite(data, 1, len, f);
-    int rc = (w == len) ? 0 : -1;
-    if (fclose(f) != 0)
-        rc = -1;
-    return rc;
-}
 
 static int file_exists(const char *path)
 {
@@ -145,87 +123,18 @@ static int cmd_found(const char *cmd)
     return 0;
 }
 
-static void rm_tree(const char *path)
-{
-    DIR *d = opendir(path);
-    if (!d) {
-        unlink(path);
-        return;
-    }
-    struct dirent *e;
-    char sub[K3_PATH_MAX + 256];
-    while ((e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-        struct stat st;
-        if (lstat(sub, &st) == 0 && S_ISDIR(st.st_mode))
-            rm_tree(sub);
-        else
-            unlink(sub);
-    }
-    closedir(d);
-    rmdir(path);
-}
-
 /* ----------------------------------------------------- running commands --- */
-
-#define MAX_ARGS 96
-
-struct cmd {
-    char *argv[MAX_ARGS];
-    int argc;
-    char words[4][K3_CMD_MAX * 2]; /* storage for split command strings */
-    int n_words;
-    char extra[48][K3_PATH_MAX];   /* storage for formatted arguments */
-    int n_extra;
-    int overflow;
-};
-
-static void cmd_init(struct cmd *c)
-{
-    c->argc = 0;
-    c->n_words = 0;
-    c->n_extra = 0;
-    c->overflow = 0;
-    c->argv[0] = NULL;
-}
-
-static void cmd_split(struct cmd *c, const char *s)
-{
-    if (!s || !*s)
-        return;
-    if (c->n_words >= 4 ||
-        proc_argv_split(s, c->words[c->n_words], sizeof c->words[0], c->argv, &c->argc, MAX_ARGS))
-        c->overflow = 1;
-    c->n_words++;
-}
-
-static void cmd_arg(struct cmd *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void cmd_arg(struct cmd *c, const char *fmt, ...)
-{
-    if (c->n_extra >= 48 || c->argc + 1 >= MAX_ARGS) {
-        c->overflow = 1;
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(c->extra[c->n_extra], K3_PATH_MAX, fmt, ap);
-    va_end(ap);
-    if (n < 0 || n >= K3_PATH_MAX)
-        c->overflow = 1;
-    c->argv[c->argc++] = c->extra[c->n_extra++];
-    c->argv[c->argc] = NULL;
-}
 
 /* Run a compiler command; diagnostics (capped) into diag. Returns 0 when the
  * compiler ran (res says how it ended), PLAT_ERR_* otherwise. */
-static int run_tool(struct platform *p, struct cmd *c, char *diag, size_t diag_len,
+static int run_tool(struct platform *p, struct proc_cmd *c, char *diag, size_t diag_len,
                     struct proc_result *res)
 {
     if (c->overflow)
-        return set_err(p, PLAT_ERR_INTERNAL, "command line too long");
-    int timeout = p->set.compile_timeout_ms > 0 ? p->set.compile_timeout_ms : K3_COMPILE_TIMEOUT_MS;
+        return plat_set_err(p, PLAT_ERR_INTERNAL, "command line too long");
+    const struct k3 *k = p->priv;
+    int timeout = p->set.compile_timeout_ms > 0 ? p->set.compile_timeout_ms
+                  : k->vm ? K3_COMPILE_TIMEOUT_MS_VM : K3_COMPILE_TIMEOUT_MS;
     struct proc_spec r = {
         .argv = c->argv, .cwd = NULL, .timeout_ms = timeout, .cpu_s = timeout / 1000 + 1,
         .mem_bytes = (uint64_t)4 << 30, .fsize_bytes = (uint64_t)256 << 20,
@@ -254,23 +163,23 @@ static int toolchain_check(struct platform *p, struct k3 *k)
         "int main(void) { size_t vl = __riscv_vsetvlmax_e32m1();\n"
         "  vfloat32m1_t v = __riscv_vfmv_v_f_f32m1(1.0f, vl);\n"
         "  return __riscv_vfmv_f_s_f32m1_f32(v) == 1.0f ? 0 : 1; }\n";
-    if (file_write(src, prog, sizeof prog - 1))
-        return set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", src);
-    struct cmd c;
+    if (proc_file_write(src, prog, sizeof prog - 1))
+        return plat_set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", src);
+    struct proc_cmd c;
     struct proc_result res;
     int rc = 0;
     /* Cross clang links with lld when it can: bookworm's riscv64 GNU ld has
      * crashed on static links here. Try lld first, then the default linker. */
     snprintf(k->ldflags, sizeof k->ldflags, "%s", !k->native && k->is_clang ? "-fuse-ld=lld" : "");
     for (int attempt = 0; attempt < 2; attempt++) {
-        cmd_init(&c);
-        cmd_split(&c, k->cc);
-        cmd_split(&c, k->cflags);
-        cmd_split(&c, k->ldflags);
-        cmd_arg(&c, "%s", src);
-        cmd_arg(&c, "-o");
-        cmd_arg(&c, "%s", exe);
-        cmd_arg(&c, "-static");
+        proc_cmd_init(&c);
+        proc_cmd_split(&c, k->cc);
+        proc_cmd_split(&c, k->cflags);
+        proc_cmd_split(&c, k->ldflags);
+        proc_cmd_arg(&c, "%s", src);
+        proc_cmd_arg(&c, "-o");
+        proc_cmd_arg(&c, "%s", exe);
+        proc_cmd_arg(&c, "-static");
         rc = run_tool(p, &c, diag, sizeof diag, &res);
         if (rc)
             return rc;
@@ -281,14 +190,15 @@ static int toolchain_check(struct platform *p, struct k3 *k)
     if (!tool_ok(&res)) {
         char msg[400];
         snprintf(msg, sizeof msg, "%.390s", diag);
-        return set_err(p, PLAT_ERR_NO_TOOLCHAIN,
-                       "compiler '%.200s' cannot build RVV intrinsics (riscv_vector.h): %.200s", k->cc, msg);
+        return plat_set_err(p, PLAT_ERR_NO_TOOLCHAIN,
+                       "compiler '%.200s' cannot build RVV intrinsics (riscv_vector.h): %.200s", k->cc,
+                       res.timed_out ? "timed out (raise platform.k3.compile_timeout_ms)" : msg);
     }
     /* and run it: a board without V, or a runner with bad options, fails here
      * once instead of on every candidate */
-    cmd_init(&c);
-    cmd_split(&c, k->runner);
-    cmd_arg(&c, "%s", exe);
+    proc_cmd_init(&c);
+    proc_cmd_split(&c, k->runner);
+    proc_cmd_arg(&c, "%s", exe);
     /* isolated like every harness run: this is where kope learns (and
      * `describe` says) whether the namespaces are available here */
     struct proc_spec r = {.argv = c.argv, .timeout_ms = 20000, .cpu_s = 20,
@@ -301,7 +211,7 @@ static int toolchain_check(struct platform *p, struct k3 *k)
     if (!tool_ok(&res)) {
         char msg[300];
         snprintf(msg, sizeof msg, "%.290s", diag);
-        return set_err(p, res.signaled ? PLAT_ERR_NO_TOOLCHAIN : PLAT_ERR_NO_RUNNER,
+        return plat_set_err(p, res.signaled ? PLAT_ERR_NO_TOOLCHAIN : PLAT_ERR_NO_RUNNER,
                        "an RVV test program does not run%s%.200s (%s): %.250s",
                        k->runner[0] ? " under " : "", k->runner,
                        res.signaled ? strsignal(res.signal) : "exit status", msg);
@@ -348,6 +258,9 @@ static void blas_find(struct k3 *k, const char *setting)
             char *abs = realpath(cand[i], NULL);
             snprintf(k->blas_dir, sizeof k->blas_dir, "%.250s", abs ? abs : cand[i]);
             free(abs);
+            /* cross/deps.sh builds SLEEF into the same riscv64 sysroot */
+            snprintf(lib, sizeof lib, "%.250s/lib/libsleef.a", cand[i]);
+            k->sleef = file_exists(lib);
             return;
         }
     }
@@ -430,6 +343,15 @@ static int blas_peer_op(enum plat_op op)
            op == PLAT_OP_SCALE || op == PLAT_OP_ADD || op == PLAT_OP_L2NORM;
 }
 
+/* Ops where SLEEF's vector math is the peer (embed/sleef.c composes each
+ * from SLEEF's exp, tanh and erf): the transcendental activations and
+ * softmax. Elsewhere libsleef is not linked. */
+static int sleef_peer_op(enum plat_op op)
+{
+    return op == PLAT_OP_EXP || op == PLAT_OP_TANH || op == PLAT_OP_SIGMOID || op == PLAT_OP_SILU ||
+           op == PLAT_OP_GELU_TANH || op == PLAT_OP_GELU_ERF || op == PLAT_OP_SOFTMAX;
+}
+
 /* The VLEN the emulator runs with: its vlen= option, else qemu's default 128. */
 static int runner_vlen(const struct k3 *k)
 {
@@ -447,7 +369,7 @@ static int k3_open(struct platform *p)
 {
     struct k3 *k = calloc(1, sizeof *k);
     if (!k)
-        return set_err(p, PLAT_ERR_NOMEM, "out of memory");
+        return plat_set_err(p, PLAT_ERR_NOMEM, "out of memory");
     p->priv = k;
     struct utsname u;
     /* uname says riscv64 under qemu-user too (the riscv64 kope's own tests
@@ -481,10 +403,10 @@ static int k3_open(struct platform *p)
     k->is_clang = strstr(k->cc, "clang") != NULL;
 
     if (!cmd_found(k->cc))
-        return set_err(p, PLAT_ERR_NO_TOOLCHAIN,
+        return plat_set_err(p, PLAT_ERR_NO_TOOLCHAIN,
                        "compiler '%.200s' not found in PATH (set platform.k3.cc)", k->cc);
     if (k->runner[0] && !cmd_found(k->runner))
-        return set_err(p, PLAT_ERR_NO_RUNNER,
+        return plat_set_err(p, PLAT_ERR_NO_RUNNER,
                        "runner '%.200s' not found in PATH (install qemu-user, or set platform.k3.runner)",
                        k->runner);
 
@@ -494,30 +416,30 @@ static int k3_open(struct platform *p)
     if (!base || !*base)
         base = "/tmp";
     if (strlen(base) > 150)
-        return set_err(p, PLAT_ERR_WORKDIR, "work dir path too long (max 150): %.200s", base);
+        return plat_set_err(p, PLAT_ERR_WORKDIR, "work dir path too long (max 150): %.200s", base);
     if (s->work_dir && *s->work_dir)
         mkdir(base, 0700); /* may exist */
     snprintf(k->work, sizeof k->work, "%s/kope-k3-XXXXXX", base);
     if (!mkdtemp(k->work))
-        return set_err(p, PLAT_ERR_WORKDIR, "mkdtemp %.300s: %.100s", k->work, strerror(errno));
+        return plat_set_err(p, PLAT_ERR_WORKDIR, "mkdtemp %.300s: %.100s", k->work, strerror(errno));
     k->own_work = 1;
     /* absolute: harness runs chdir into their build dir */
     char *abs = realpath(k->work, NULL);
     if (!abs || strlen(abs) >= sizeof k->work) {
         free(abs);
-        return set_err(p, PLAT_ERR_WORKDIR, "work dir %.300s: cannot make it absolute", k->work);
+        return plat_set_err(p, PLAT_ERR_WORKDIR, "work dir %.300s: cannot make it absolute", k->work);
     }
     memcpy(k->work, abs, strlen(abs) + 1);
     free(abs);
     snprintf(k->rt, sizeof k->rt, "%s/rt", k->work);
     if (mkdir(k->rt, 0700) != 0 && errno != EEXIST)
-        return set_err(p, PLAT_ERR_WORKDIR, "mkdir %.300s: %.100s", k->rt, strerror(errno));
+        return plat_set_err(p, PLAT_ERR_WORKDIR, "mkdir %.300s: %.100s", k->rt, strerror(errno));
     blas_find(k, s->deps_sysroot);
     if (strstr(k->runner, "qemu")) /* the plugin is qemu-user's: never natively in a VM */
         plugin_find(k, s->icount_plugin);
     int dl = s->dlen_bits;
     if (dl && (dl < 32 || (dl & (dl - 1)) || (k->emulated && dl > runner_vlen(k))))
-        return set_err(p, PLAT_ERR_BAD_TASK, "platform.k3.dlen %d: needs a power of two from 32 "
+        return plat_set_err(p, PLAT_ERR_BAD_TASK, "platform.k3.dlen %d: needs a power of two from 32 "
                        "to the emulated VLEN (%d)", dl, runner_vlen(k));
     return toolchain_check(p, k);
 }
@@ -528,7 +450,7 @@ static void k3_close(struct platform *p)
     if (!k)
         return;
     if (k->own_work && k->work[0])
-        rm_tree(k->work);
+        proc_rm_tree(k->work);
     free(k->inc_direct);
     free(k->inc_closure);
     free(k);
@@ -549,12 +471,13 @@ static int k3_describe(struct platform *p, struct plat_desc *out)
     snprintf(out->runner, sizeof out->runner, "%.250s", k->runner);
     char vm[PLAT_DETAIL_MAX];
     snprintf(vm, sizeof vm, "native riscv64 in a virtual machine: not a speed (%.100s)", k->vm_why);
-    snprintf(out->note, sizeof out->note, "%.150s%.80s%.25s",
+    snprintf(out->note, sizeof out->note, "%.150s%.80s%.40s%.25s",
              k->vm ? vm
              : k->emulated ? "emulated (qemu-user): correctness and instruction counts only, "
                              "times are not speeds"
                            : "native riscv64",
              k->blas_dir[0] ? "; OpenBLAS peer where BLAS is exact" : "; no OpenBLAS baseline found",
+             k->sleef ? "; SLEEF peer for vector math" : "; no SLEEF baseline found",
              k->plugin[0] ? "; icount plugin loaded" : "");
     size_t nl = strlen(out->note);
     snprintf(out->note + nl, sizeof out->note - nl, "; isolation=%s%s", k->isolation,
@@ -569,19 +492,19 @@ static int rt_compile(struct platform *p, const char *src, const char *obj, cons
 {
     struct k3 *k = p->priv;
     char diag[2048];
-    struct cmd c;
-    cmd_init(&c);
-    cmd_split(&c, k->cc);
-    cmd_split(&c, k->native ? K3_NATIVE_MARCH : NULL);
-    cmd_split(&c, flags);
-    cmd_split(&c, defs);
-    cmd_arg(&c, "-I%s", k->rt);
+    struct proc_cmd c;
+    proc_cmd_init(&c);
+    proc_cmd_split(&c, k->cc);
+    proc_cmd_split(&c, k->native ? K3_NATIVE_MARCH : NULL);
+    proc_cmd_split(&c, flags);
+    proc_cmd_split(&c, defs);
+    proc_cmd_arg(&c, "-I%s", k->rt);
     if (k->blas_dir[0])
-        cmd_arg(&c, "-I%s/include", k->blas_dir);
-    cmd_arg(&c, "-c");
-    cmd_arg(&c, "%s/%s", k->rt, src);
-    cmd_arg(&c, "-o");
-    cmd_arg(&c, "%s/%s", k->rt, obj);
+        proc_cmd_arg(&c, "-I%s/include", k->blas_dir);
+    proc_cmd_arg(&c, "-c");
+    proc_cmd_arg(&c, "%s/%s", k->rt, src);
+    proc_cmd_arg(&c, "-o");
+    proc_cmd_arg(&c, "%s/%s", k->rt, obj);
     struct proc_result res;
     int rc = run_tool(p, &c, diag, sizeof diag, &res);
     if (rc)
@@ -589,14 +512,68 @@ static int rt_compile(struct platform *p, const char *src, const char *obj, cons
     if (!tool_ok(&res)) {
         char msg[300];
         snprintf(msg, sizeof msg, "%.290s", diag);
-        return set_err(p, PLAT_ERR_HARNESS, "harness file %s does not build: %.300s", src, msg);
+        return plat_set_err(p, PLAT_ERR_HARNESS, "harness file %s does not build: %.300s", src, msg);
     }
     return 0;
 }
 
+/* Append to list ('\n'-separated, cap bytes) every file of the make-style
+ * dependency file path ("t.o: a.c b.h \\\n c.h") not already in it, except
+ * skip (the probe source). 0, or -1 when unreadable or over cap. */
+static int deps_into_closure(const char *path, const char *skip, char *list, size_t cap)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    char *text = malloc(cap);
+    size_t n = text ? fread(text, 1, cap - 1, f) : 0;
+    int full = text && n == cap - 1;
+    fclose(f);
+    if (!text || full) {
+        free(text);
+        return -1;
+    }
+    text[n] = '\0';
+    size_t ln = strlen(list);
+    char *p = strchr(text, ':');
+    int rc = 0;
+    for (p = p ? p + 1 : text + n; *p;) {
+        if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\\') {
+            p++; /* separators, and the backslash of a continued line */
+            continue;
+        }
+        char *b = p;
+        while (*p && *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r' &&
+               !(*p == '\\' && (p[1] == '\n' || p[1] == '\r')))
+            p++;
+        size_t pl = (size_t)(p - b);
+        if ((strlen(skip) == pl && memcmp(skip, b, pl) == 0) || b[pl - 1] == ':')
+            continue;
+        int seen = 0;
+        for (const char *q = list; *q && !seen;) {
+            const char *e = strchr(q, '\n');
+            size_t l = e ? (size_t)(e - q) : strlen(q);
+            seen = l == pl && memcmp(q, b, pl) == 0;
+            q = e ? e + 1 : q + l;
+        }
+        if (seen)
+            continue;
+        if (ln + pl + 2 > cap) {
+            rc = -1;
+            break;
+        }
+        memcpy(list + ln, b, pl);
+        ln += pl;
+        list[ln++] = '\n';
+        list[ln] = '\0';
+    }
+    free(text);
+    return rc;
+}
+
 /* Where the allowed headers resolve with the candidate's own flags, and
  * every file they read in turn (k3_screen_includes compares a candidate's
- * compile against these). One -fsyntax-only compile per open platform. */
+ * compile against these). One preprocessor run (-H -M) per open platform. */
 #define K3_INC_LIST_MAX (64u << 10)
 static int rt_includes_probe(struct platform *p)
 {
@@ -608,8 +585,8 @@ static int rt_includes_probe(struct platform *p)
                               strcmp(k3_allowed_headers[i], "kernel_abi.h") ? '<' : '"',
                               k3_allowed_headers[i], strcmp(k3_allowed_headers[i], "kernel_abi.h") ? '>' : '"');
     snprintf(src, sizeof src, "%s/inc_probe.c", k->rt);
-    if (n >= sizeof text || file_write(src, text, n))
-        return set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", src);
+    if (n >= sizeof text || proc_file_write(src, text, n))
+        return plat_set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", src);
     char *out = malloc(K3_INC_LIST_MAX);
     free(k->inc_direct);
     free(k->inc_closure);
@@ -617,22 +594,33 @@ static int rt_includes_probe(struct platform *p)
     k->inc_closure = malloc(K3_INC_LIST_MAX);
     if (!out || !k->inc_direct || !k->inc_closure) {
         free(out);
-        return set_err(p, PLAT_ERR_NOMEM, "out of memory");
+        return plat_set_err(p, PLAT_ERR_NOMEM, "out of memory");
     }
-    struct cmd c;
+    struct proc_cmd c;
     struct proc_result res;
-    cmd_init(&c);
-    cmd_split(&c, k->cc);
-    cmd_split(&c, k->cflags);
-    cmd_split(&c, "-std=gnu11 -H -fsyntax-only");
-    cmd_arg(&c, "-I%s", k->rt);
-    cmd_arg(&c, "%s", src);
+    char dfile[K3_PATH_MAX + 64];
+    snprintf(dfile, sizeof dfile, "%s/inc_probe.d", k->rt);
+    proc_cmd_init(&c);
+    proc_cmd_split(&c, k->cc);
+    proc_cmd_split(&c, k->cflags);
+    /* -H lists the headers opened; -M -MF every file read, which also names
+     * what the compiler reads without an #include: GCC's implicit
+     * /usr/include/stdc-predef.h on glibc (the board VM's native gcc-14 had
+     * every candidate refused for it) */
+    proc_cmd_split(&c, "-std=gnu11 -H -M");
+    proc_cmd_arg(&c, "-MF");
+    proc_cmd_arg(&c, "%s", dfile);
+    proc_cmd_arg(&c, "-I%s", k->rt);
+    proc_cmd_arg(&c, "%s", src);
     int rc = run_tool(p, &c, out, K3_INC_LIST_MAX, &res);
     if (!rc && (!tool_ok(&res) || res.truncated ||
                 k3_includes_collect(out, k->inc_direct, K3_INC_LIST_MAX, k->inc_closure,
                                     K3_INC_LIST_MAX) != 0 || !k->inc_direct[0]))
-        rc = set_err(p, PLAT_ERR_HARNESS, "the allowed headers do not compile with '%.200s': %.300s",
+        rc = plat_set_err(p, PLAT_ERR_HARNESS, "the allowed headers do not compile with '%.200s': %.300s",
                      k->cc, out);
+    if (!rc && deps_into_closure(dfile, src, k->inc_closure, K3_INC_LIST_MAX) != 0)
+        rc = plat_set_err(p, PLAT_ERR_HARNESS, "the allowed headers' dependency list %.300s: "
+                     "unreadable or over %u bytes", dfile, K3_INC_LIST_MAX);
     free(out);
     return rc;
 }
@@ -647,10 +635,10 @@ static int rt_build(struct platform *p)
         snprintf(name, sizeof name, "platform/k3/embed/%s", rt_files[i]);
         const struct embed_file *e = embed_find(name);
         if (!e)
-            return set_err(p, PLAT_ERR_HARNESS, "embedded file %s missing", name);
+            return plat_set_err(p, PLAT_ERR_HARNESS, "embedded file %s missing", name);
         snprintf(path, sizeof path, "%s/%s", k->rt, rt_files[i]);
-        if (file_write(path, e->data, e->len))
-            return set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", path);
+        if (proc_file_write(path, e->data, e->len))
+            return plat_set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", path);
     }
     /* one prototype header per family, force-included into candidates so a
      * kope_kernel with the wrong signature is a compile error, not a crash */
@@ -663,15 +651,15 @@ static int rt_build(struct platform *p)
                          "#include \"kernel_abi.h\"\n%s kope_kernel;\n",
                          plat_family_name((enum plat_family)f), fam_fn[f]);
         snprintf(path, sizeof path, "%s/proto_%s.h", k->rt, plat_family_name((enum plat_family)f));
-        if (file_write(path, text, (size_t)n))
-            return set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", path);
+        if (proc_file_write(path, text, (size_t)n))
+            return plat_set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", path);
     }
     const struct embed_file *abi = embed_find("platform/kernel_abi.h");
     if (!abi)
-        return set_err(p, PLAT_ERR_HARNESS, "embedded kernel_abi.h missing");
+        return plat_set_err(p, PLAT_ERR_HARNESS, "embedded kernel_abi.h missing");
     snprintf(path, sizeof path, "%s/kernel_abi.h", k->rt);
-    if (file_write(path, abi->data, abi->len))
-        return set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", path);
+    if (proc_file_write(path, abi->data, abi->len))
+        return plat_set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", path);
     int rc = rt_includes_probe(p);
     if (!rc)
         rc = rt_compile(p, "harness.c", "harness.o", "-O2", NULL);
@@ -682,6 +670,10 @@ static int rt_build(struct platform *p)
     if (!rc && k->blas_dir[0])
         rc = rt_compile(p, "blas.c", "blas.o", "-O2",
                         k->blas_zvl256b ? "-DHAVE_OPENBLAS -DKOPE_BLAS_MIN_VLEN=256" : "-DHAVE_OPENBLAS");
+    if (!rc)
+        rc = rt_compile(p, "sleef.c", "sleef_none.o", "-O2", NULL);
+    if (!rc && k->sleef)
+        rc = rt_compile(p, "sleef.c", "sleef.o", "-O2", "-DHAVE_SLEEF");
     if (rc)
         return rc;
     k->rt_built = 1;
@@ -710,13 +702,93 @@ static int rt_base(struct platform *p, enum plat_op op)
     return 0;
 }
 
+/* A user op's objects (platform.h struct plat_user_op, embed/user.c): its
+ * reference screened like a candidate's source, then built twice with the
+ * family's prototype forced in (a wrong signature does not build):
+ * kope_user_scalar with the scalar baseline's flags (the judge's reference and
+ * the scalar baseline) and kope_user_autovec with -O3 (the autovec baseline);
+ * and user.c for the family. Named by a hash of source and family, so a
+ * reference is built once per open platform. Returns 0 (tag set to the
+ * hash), 1 when the reference is refused or does not build (out says why,
+ * "reference" in its detail: core checks every reference on its own before a
+ * run, so this is never a recorded candidate's fate), or PLAT_ERR_*. */
+static int rt_user(struct platform *p, const struct plat_task *t, char tag[24],
+                   struct plat_build *out)
+{
+    struct k3 *k = p->priv;
+    const struct plat_user_op *u = t->user;
+    if (!u || !u->ref || (unsigned)t->family >= PLAT_FAM_COUNT)
+        return plat_set_err(p, PLAT_ERR_BAD_TASK, "task %.64s: user op without its reference", t->name);
+    uint64_t h = 1469598103934665603ull; /* FNV-1a: a name for the objects, not a check */
+    for (size_t i = 0; i < u->ref_len; i++)
+        h = (h ^ (unsigned char)u->ref[i]) * 1099511628211ull;
+    h = (h ^ (unsigned)t->family) * 1099511628211ull;
+    snprintf(tag, 24, "%016llx", (unsigned long long)h);
+    char obj[64], src[K3_PATH_MAX + 64], path[K3_PATH_MAX + 64];
+    snprintf(obj, sizeof obj, "user_%d.o", (int)t->family);
+    snprintf(path, sizeof path, "%s/%s", k->rt, obj);
+    if (!file_exists(path)) {
+        char defs[40];
+        snprintf(defs, sizeof defs, "-DKOPE_USER_FAMILY=%d", (int)t->family);
+        int rc = rt_compile(p, "user.c", obj, "-O2", defs);
+        if (rc)
+            return rc;
+    }
+    snprintf(path, sizeof path, "%s/uref_%s_v.o", k->rt, tag);
+    if (file_exists(path))
+        return 0;
+    if (k3_screen_source(u->ref, u->ref_len, &out->screen_rule, out->detail, sizeof out->detail)) {
+        char d[PLAT_DETAIL_MAX];
+        snprintf(d, sizeof d, "%s", out->detail);
+        snprintf(out->detail, sizeof out->detail, "the task's reference: %.200s", d);
+        out->reason = PLAT_FAIL_SCREEN_REJECTED;
+        return 1;
+    }
+    snprintf(src, sizeof src, "%s/uref_%s.c", k->rt, tag);
+    if (proc_file_write(src, u->ref, u->ref_len))
+        return plat_set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", src);
+    for (int v = 0; v < 2; v++) {
+        struct proc_cmd c;
+        struct proc_result res;
+        char raw[PLAT_DIAG_MAX], proto[K3_PATH_MAX + 64];
+        snprintf(proto, sizeof proto, "%s/proto_%s.h", k->rt, plat_family_name(t->family));
+        snprintf(path, sizeof path, "%s/uref_%s_%c.o", k->rt, tag, v ? 'v' : 's');
+        proc_cmd_init(&c);
+        proc_cmd_split(&c, k->cc);
+        proc_cmd_split(&c, k->native ? K3_NATIVE_MARCH : NULL);
+        proc_cmd_split(&c, v ? "-O3" : k->is_clang ? "-O2 -fno-vectorize -fno-slp-vectorize"
+                                               : "-O2 -fno-tree-vectorize");
+        proc_cmd_split(&c, "-std=gnu11 -fno-common -Werror=implicit-function-declaration");
+        proc_cmd_arg(&c, "-Dkope_kernel=%s", v ? "kope_user_autovec" : "kope_user_scalar");
+        proc_cmd_arg(&c, "-I%s", k->rt);
+        proc_cmd_arg(&c, "-include");
+        proc_cmd_arg(&c, "%s", proto);
+        proc_cmd_arg(&c, "-c");
+        proc_cmd_arg(&c, "%s", src);
+        proc_cmd_arg(&c, "-o");
+        proc_cmd_arg(&c, "%s", path);
+        int rc = run_tool(p, &c, raw, sizeof raw, &res);
+        if (rc)
+            return rc;
+        if (!tool_ok(&res)) {
+            k3_diag_clean(raw, src, out->diag, sizeof out->diag);
+            out->reason = PLAT_FAIL_COMPILE_ERROR;
+            snprintf(out->detail, sizeof out->detail, "the task's reference does not build with "
+                     "the %s signature", plat_family_name(t->family));
+            unlink(path);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------- compile --- */
 
 static int k3_compile(struct platform *p, const struct plat_task *t, const char *src, size_t len,
                       struct plat_build *out)
 {
     struct k3 *k = p->priv;
-    double t0 = now_ms();
+    double t0 = proc_now_ms();
     int rc = 0;
     int screen = !(p->set.flags & PLAT_SET_UNSAFE_NO_SCREEN);
 
@@ -731,8 +803,9 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
         snprintf(out->detail, sizeof out->detail, "source over %d bytes", PLAT_SRC_MAX);
         goto out;
     }
+    char utag[24] = "";
     rc = rt_build(p);
-    if (!rc)
+    if (!rc && t->op != PLAT_OP_USER)
         rc = rt_base(p, t->op);
     if (rc)
         return rc;
@@ -740,39 +813,44 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
     char dir[256], file[K3_PATH_MAX + 64], obj[K3_PATH_MAX + 64];
     snprintf(dir, sizeof dir, "%s/c%llu", k->work, (unsigned long long)out->id);
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-        return set_err(p, PLAT_ERR_WORKDIR, "mkdir %.300s: %.100s", dir, strerror(errno));
+        return plat_set_err(p, PLAT_ERR_WORKDIR, "mkdir %.300s: %.100s", dir, strerror(errno));
     snprintf(file, sizeof file, "%s/cand.c", dir);
     snprintf(obj, sizeof obj, "%s/cand.o", dir);
-    if (file_write(file, src, len))
-        return set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", file);
+    if (proc_file_write(file, src, len))
+        return plat_set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", file);
 
     /* compile the candidate alone; -H and -MD make the compiler list every
      * file it reads, which k3_screen_includes judges */
     char deps[K3_PATH_MAX + 64], proto[K3_PATH_MAX + 64];
     snprintf(deps, sizeof deps, "%s/cand.d", dir);
     snprintf(proto, sizeof proto, "%s/proto_%s.h", k->rt, plat_family_name(t->family));
-    struct cmd c;
+    struct proc_cmd c;
     struct proc_result res;
-    cmd_init(&c);
-    cmd_split(&c, k->cc);
-    cmd_split(&c, k->cflags);
-    cmd_split(&c, "-std=gnu11 -fno-common -Werror=implicit-function-declaration");
+    proc_cmd_init(&c);
+    proc_cmd_split(&c, k->cc);
+    proc_cmd_split(&c, k->cflags);
+    /* gcc reports every error (clang stops at 20): a source with thousands
+     * overflows K3_INC_LIST_MAX, and a cut header list is refused as a
+     * header, not reported as the compile error it is (the board's gcc-14). */
+    proc_cmd_split(&c, "-std=gnu11 -fno-common -Werror=implicit-function-declaration");
+    if (!k->is_clang)
+        proc_cmd_split(&c, "-fmax-errors=20");
     if (screen)
-        cmd_split(&c, "-H -MD");
+        proc_cmd_split(&c, "-H -MD");
     if (screen) {
-        cmd_arg(&c, "-MF");
-        cmd_arg(&c, "%s", deps);
+        proc_cmd_arg(&c, "-MF");
+        proc_cmd_arg(&c, "%s", deps);
     }
-    cmd_arg(&c, "-I%s", k->rt);
-    cmd_arg(&c, "-include");
-    cmd_arg(&c, "%s", proto);
-    cmd_arg(&c, "-c");
-    cmd_arg(&c, "%s", file);
-    cmd_arg(&c, "-o");
-    cmd_arg(&c, "%s", obj);
+    proc_cmd_arg(&c, "-I%s", k->rt);
+    proc_cmd_arg(&c, "-include");
+    proc_cmd_arg(&c, "%s", proto);
+    proc_cmd_arg(&c, "-c");
+    proc_cmd_arg(&c, "%s", file);
+    proc_cmd_arg(&c, "-o");
+    proc_cmd_arg(&c, "%s", obj);
     char *raw = malloc(K3_INC_LIST_MAX);
     if (!raw)
-        return set_err(p, PLAT_ERR_NOMEM, "out of memory");
+        return plat_set_err(p, PLAT_ERR_NOMEM, "out of memory");
     rc = run_tool(p, &c, raw, K3_INC_LIST_MAX, &res);
     if (rc) {
         free(raw);
@@ -819,7 +897,7 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
     if (screen) {
         rc = k3_screen_object(obj, &out->screen_rule, out->detail, sizeof out->detail);
         if (rc < 0)
-            return set_err(p, rc, "object check: %.300s", out->detail);
+            return plat_set_err(p, rc, "object check: %.300s", out->detail);
         if (rc == 1) {
             rc = 0;
             out->reason = PLAT_FAIL_SCREEN_REJECTED;
@@ -827,29 +905,54 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
         }
     }
 
+    /* a user op's reference objects, after the candidate's own checks: when
+     * the candidate is the reference (core's check of it), its own compile
+     * names what is wrong with it */
+    if (t->op == PLAT_OP_USER) {
+        rc = rt_user(p, t, utag, out);
+        if (rc == 1) {
+            rc = 0;
+            goto out;
+        }
+        if (rc)
+            return rc;
+    }
+
     /* link the harness program */
     snprintf(out->path, sizeof out->path, "%s/harness", dir);
-    cmd_init(&c);
-    cmd_split(&c, k->cc);
-    cmd_split(&c, k->native ? K3_NATIVE_MARCH : NULL);
-    cmd_split(&c, k->ldflags);
-    cmd_split(&c, "-static -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc");
-    cmd_arg(&c, "%s/harness.o", k->rt);
-    cmd_arg(&c, "%s/ref.o", k->rt);
+    proc_cmd_init(&c);
+    proc_cmd_split(&c, k->cc);
+    proc_cmd_split(&c, k->native ? K3_NATIVE_MARCH : NULL);
+    proc_cmd_split(&c, k->ldflags);
+    proc_cmd_split(&c, "-static -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc");
+    proc_cmd_arg(&c, "%s/harness.o", k->rt);
+    proc_cmd_arg(&c, "%s/ref.o", k->rt);
     /* OpenBLAS is linked only where it is a baseline (blas_peer_op):
      * scanning the static archive is a third of the link time */
     int blas = k->blas_dir[0] && blas_peer_op(t->op);
-    cmd_arg(&c, "%s/%s", k->rt, blas ? "blas.o" : "blas_none.o");
-    cmd_arg(&c, "%s/base_scalar_%d.o", k->rt, (int)t->op);
-    cmd_arg(&c, "%s/base_autovec_%d.o", k->rt, (int)t->op);
-    cmd_arg(&c, "%s", obj);
-    if (blas) {
-        cmd_arg(&c, "-L%s/lib", k->blas_dir);
-        cmd_arg(&c, "-lopenblas");
+    proc_cmd_arg(&c, "%s/%s", k->rt, blas ? "blas.o" : "blas_none.o");
+    int sleef = k->sleef && sleef_peer_op(t->op);
+    proc_cmd_arg(&c, "%s/%s", k->rt, sleef ? "sleef.o" : "sleef_none.o");
+    if (t->op == PLAT_OP_USER) { /* the reference and both baselines are the user's file */
+        proc_cmd_arg(&c, "%s/user_%d.o", k->rt, (int)t->family);
+        proc_cmd_arg(&c, "%s/uref_%s_s.o", k->rt, utag);
+        proc_cmd_arg(&c, "%s/uref_%s_v.o", k->rt, utag);
+    } else {
+        proc_cmd_arg(&c, "%s/base_scalar_%d.o", k->rt, (int)t->op);
+        proc_cmd_arg(&c, "%s/base_autovec_%d.o", k->rt, (int)t->op);
     }
-    cmd_arg(&c, "-lm");
-    cmd_arg(&c, "-o");
-    cmd_arg(&c, "%s", out->path);
+    proc_cmd_arg(&c, "%s", obj);
+    if (blas) {
+        proc_cmd_arg(&c, "-L%s/lib", k->blas_dir);
+        proc_cmd_arg(&c, "-lopenblas");
+    }
+    if (sleef) {
+        proc_cmd_arg(&c, "-L%s/lib", k->blas_dir);
+        proc_cmd_arg(&c, "-lsleef");
+    }
+    proc_cmd_arg(&c, "-lm");
+    proc_cmd_arg(&c, "-o");
+    proc_cmd_arg(&c, "%s", out->path);
     char link_diag[1024];
     rc = run_tool(p, &c, link_diag, sizeof link_diag, &res);
     if (rc)
@@ -864,7 +967,7 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
     }
     out->ok = 1;
 out:
-    out->compile_ms = now_ms() - t0;
+    out->compile_ms = proc_now_ms() - t0;
     return 0;
 }
 
@@ -875,7 +978,7 @@ static void k3_build_free(struct platform *p, struct plat_build *b)
         return;
     char dir[256];
     snprintf(dir, sizeof dir, "%s/c%llu", k->work, (unsigned long long)b->id);
-    rm_tree(dir);
+    proc_rm_tree(dir);
     b->path[0] = '\0';
     b->ok = 0;
 }
@@ -890,21 +993,29 @@ struct hrun {
     struct plat_report r;         /* what the judge reported (platform/report.h) */
     int reduced_shape;            /* verify: the task case was cut (emulation cap) */
     int icount_expected;          /* counted calls the judge made ("icount_region") */
+    long icount_pid[PLAT_MAX_BASELINES + 1]; /* the process the judge made each in */
     int icount_blocks;            /* counted blocks in the plugin's file */
     char icount_err[160];         /* why the plugin's file was refused, "" = fine */
 };
 
 /* The plugin's file: one block per process that ran under it, appended at
- * its exit ("kope-icount N" ... "total ..."). Blocks without a region (the
- * judge, timing processes) are skipped; each counted kernel process has
- * exactly one region, in the judge's order. Anything else - a block with
- * more regions, dropped regions, more than one vCPU (a thread racing the
- * counters), fewer or more counted blocks than the judge's counted calls -
- * and nothing is claimed. */
+ * its exit ("kope-icount N" ... "total ... pid P"). Each counted call was
+ * announced by the judge as "icount_region IDX NAME PID": the candidate's in
+ * its kernel process, the baselines' (emulated) in the judge itself. A block
+ * with regions must come from a process the judge named and hold exactly
+ * the regions the judge announced for it, in order; a block with no region
+ * (a verify process, a forked helper that never reached a marker) is
+ * skipped. Anything else - a block from a process the judge did not name
+ * (a candidate's fork calling the markers), a second block for one pid,
+ * dropped regions, a marker executed out of turn ("stray": a kernel closing
+ * its own region early), more than one vCPU (a thread racing the counters),
+ * an announced call no block holds - and nothing is claimed. */
 static void icount_take(char *text, size_t len, struct hrun *h)
 {
     char *p = text, *end = text + len;
-    int j = 0;
+    int filled[PLAT_MAX_BASELINES + 1] = {0};
+    long seen_pid[PLAT_MAX_BASELINES + 1];
+    int n_seen = 0;
     while (p < end) {
         char *next = strstr(p + 1, "kope-icount ");
         size_t bl = next ? (size_t)(next - p) : (size_t)(end - p);
@@ -915,30 +1026,52 @@ static void icount_take(char *text, size_t len, struct hrun *h)
         }
         char save = p[bl];
         p[bl] = '\0';
-        const char *vc = strstr(p, " vcpus ");
+        const char *vc = strstr(p, " vcpus "), *st = strstr(p, " stray "), *pp = strstr(p, " pid ");
         int vcpus = vc ? atoi(vc + 7) : 1;
+        long stray = st ? atol(st + 7) : 0, pid = pp ? atol(pp + 5) : -1;
         p[bl] = save;
-        if (ic.dropped || ic.n_regions > 1 || vcpus > 1) {
+        if (ic.dropped || vcpus > 1 || stray) {
             snprintf(h->icount_err, sizeof h->icount_err,
-                     "a counted process had %d regions, %llu dropped, %d vCPUs", ic.n_regions,
-                     (unsigned long long)ic.dropped, vcpus);
+                     "a process had %llu dropped regions, %d vCPUs, %ld stray markers",
+                     (unsigned long long)ic.dropped, vcpus, stray);
             return;
         }
-        if (ic.n_regions == 1) {
-            if (j <= PLAT_MAX_BASELINES) {
-                h->r.icount[j][0] = ic.region[0].insns;
-                h->r.icount[j][1] = ic.region[0].vector_ops;
-                h->r.icount[j][2] = ic.region[0].vector_mem;
-                h->r.icount[j][3] = ic.region[0].unmodelled ? 0 : ic.region[0].vcost;
+        if (ic.n_regions > 0) {
+            int want = 0;
+            for (int j = 0; j < h->icount_expected; j++)
+                want += h->icount_pid[j] == pid;
+            for (int i = 0; i < n_seen; i++)
+                if (seen_pid[i] == pid)
+                    want = -1;
+            if (pid <= 0 || want != ic.n_regions || n_seen > PLAT_MAX_BASELINES) {
+                snprintf(h->icount_err, sizeof h->icount_err,
+                         "a block of %d regions from pid %ld, where the judge made %d", ic.n_regions,
+                         pid, want);
+                return;
             }
-            j++;
+            seen_pid[n_seen++] = pid;
+            int r = 0;
+            for (int j = 0; j < h->icount_expected; j++) {
+                if (h->icount_pid[j] != pid)
+                    continue;
+                h->r.icount[j][0] = ic.region[r].insns;
+                h->r.icount[j][1] = ic.region[r].vector_ops;
+                h->r.icount[j][2] = ic.region[r].vector_mem;
+                h->r.icount[j][3] = ic.region[r].unmodelled ? 0 : ic.region[r].vcost;
+                filled[j] = 1;
+                r++;
+            }
         }
         p = next ? next : end;
     }
-    h->icount_blocks = j;
+    int j = 0;
+    while (j < h->icount_expected && filled[j])
+        j++;
+    h->icount_blocks = n_seen;
     if (j != h->icount_expected)
         snprintf(h->icount_err, sizeof h->icount_err,
-                 "the plugin counted %d calls, the judge made %d", j, h->icount_expected);
+                 "the plugin has no count for the judge's counted call %d of %d", j + 1,
+                 h->icount_expected);
     else
         h->r.has_icount = j > 0;
 }
@@ -957,36 +1090,46 @@ static int harness_run(struct platform *p, const struct plat_task *t, const stru
     /* the report: a file with no name once the run starts, given as fd 3 */
     int rfd = open(report, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (rfd < 0)
-        return set_err(p, PLAT_ERR_WORKDIR, "cannot create %.300s: %.100s", report, strerror(errno));
+        return plat_set_err(p, PLAT_ERR_WORKDIR, "cannot create %.300s: %.100s", report, strerror(errno));
     unlink(report);
     const struct plat_settings *s = &p->set;
-    struct cmd c;
-    cmd_init(&c);
-    cmd_split(&c, k->runner);
+    struct proc_cmd c;
+    proc_cmd_init(&c);
+    proc_cmd_split(&c, k->runner);
     if (k->emulated && k->plugin[0] && strcmp(mode, "measure") == 0) {
         char plug[K3_PATH_MAX * 2 + 128];
         if (k3_icount_plugin_arg(k->plugin, icount_out, runner_vlen(k), s->dlen_bits, plug,
                                  sizeof plug))
-            return set_err(p, PLAT_ERR_INTERNAL, "icount plugin: a path holds a comma or is too long");
-        cmd_arg(&c, "-plugin");
-        cmd_arg(&c, "%s", plug);
+            return plat_set_err(p, PLAT_ERR_INTERNAL, "icount plugin: a path holds a comma or is too long");
+        proc_cmd_arg(&c, "-plugin");
+        proc_cmd_arg(&c, "%s", plug);
     }
-    cmd_arg(&c, "%s", b->path);
-    cmd_arg(&c, "mode=%s", mode);
-    cmd_arg(&c, "op=%s", plat_op_name(t->op));
-    cmd_arg(&c, "n=%llu", (unsigned long long)t->n);
-    cmd_arg(&c, "rows=%llu", (unsigned long long)t->rows);
-    cmd_arg(&c, "cols=%llu", (unsigned long long)t->cols);
-    cmd_arg(&c, "m=%llu", (unsigned long long)t->m);
-    cmd_arg(&c, "k=%llu", (unsigned long long)t->k);
-    cmd_arg(&c, "batch=%llu", (unsigned long long)t->batch);
-    cmd_arg(&c, "rtol=%.17g", t->rtol);
-    cmd_arg(&c, "atol=%.17g", t->atol);
-    cmd_arg(&c, "seed=%llu", (unsigned long long)(0x6b6f7065ull + b->id * 1000003ull));
-    cmd_arg(&c, "min_ms=%d", s->min_repeat_ms > 0 ? s->min_repeat_ms
+    proc_cmd_arg(&c, "%s", b->path);
+    proc_cmd_arg(&c, "mode=%s", mode);
+    if (t->op == PLAT_OP_USER) { /* embed/harness.c: family, shape kind, input range */
+        proc_cmd_arg(&c, "op=user");
+        proc_cmd_arg(&c, "family=%d", (int)t->family);
+        proc_cmd_arg(&c, "rowwise=%d", plat_task_rowwise(t));
+        if (t->user && t->user->in_hi > t->user->in_lo) {
+            proc_cmd_arg(&c, "lo=%.9g", t->user->in_lo);
+            proc_cmd_arg(&c, "hi=%.9g", t->user->in_hi);
+        }
+    } else {
+        proc_cmd_arg(&c, "op=%s", plat_op_name(t->op));
+    }
+    proc_cmd_arg(&c, "n=%llu", (unsigned long long)t->n);
+    proc_cmd_arg(&c, "rows=%llu", (unsigned long long)t->rows);
+    proc_cmd_arg(&c, "cols=%llu", (unsigned long long)t->cols);
+    proc_cmd_arg(&c, "m=%llu", (unsigned long long)t->m);
+    proc_cmd_arg(&c, "k=%llu", (unsigned long long)t->k);
+    proc_cmd_arg(&c, "batch=%llu", (unsigned long long)t->batch);
+    proc_cmd_arg(&c, "rtol=%.17g", t->rtol);
+    proc_cmd_arg(&c, "atol=%.17g", t->atol);
+    proc_cmd_arg(&c, "seed=%llu", (unsigned long long)(0x6b6f7065ull + b->id * 1000003ull));
+    proc_cmd_arg(&c, "min_ms=%d", s->min_repeat_ms > 0 ? s->min_repeat_ms
                              : k->emulated ? K3_MIN_REPEAT_MS_EMULATED : K3_MIN_REPEAT_MS_NATIVE);
-    cmd_arg(&c, "max_rep=%d", s->max_repeats > 0 ? s->max_repeats : 1000);
-    cmd_arg(&c, "max_work=%.0f", !k->emulated ? 0.0
+    proc_cmd_arg(&c, "max_rep=%d", s->max_repeats > 0 ? s->max_repeats : 1000);
+    proc_cmd_arg(&c, "max_work=%.0f", !k->emulated ? 0.0
                                  : strcmp(mode, "verify") == 0 ? K3_MAX_WORK_VERIFY_EMULATED
                                                                : K3_MAX_WORK_EMULATED);
     int hf = 0;
@@ -994,10 +1137,14 @@ static int harness_run(struct platform *p, const struct plat_task *t, const stru
     if (s->flags & PLAT_SET_NO_BASELINES) hf |= H_FLAG_NO_BASELINES;
     if (s->flags & PLAT_SET_NO_PIN) hf |= H_FLAG_NO_PIN;
     if (k->emulated) hf |= H_FLAG_QUICK;
-    cmd_arg(&c, "flags=%d", hf);
+    /* the A/A noise floor: on the machine itself (a board, or the board VM,
+     * whose times are labelled), not under qemu-user, where counts are exact */
+    if (strcmp(mode, "measure") == 0 && ((k->native && !k->runner[0]) || (s->flags & PLAT_SET_AA)))
+        hf |= H_FLAG_AA;
+    proc_cmd_arg(&c, "flags=%d", hf);
     if (c.overflow) {
         close(rfd);
-        return set_err(p, PLAT_ERR_INTERNAL, "harness command line too long");
+        return plat_set_err(p, PLAT_ERR_INTERNAL, "harness command line too long");
     }
     int timeout = s->timeout_ms > 0 ? s->timeout_ms
                   : k->emulated ? K3_TIMEOUT_MS_EMULATED : K3_TIMEOUT_MS_NATIVE;
@@ -1021,14 +1168,25 @@ static int harness_run(struct platform *p, const struct plat_task *t, const stru
     char *text = malloc(K3_REPORT_MAX + 1);
     if (!text) {
         close(rfd);
-        return set_err(p, PLAT_ERR_NOMEM, "out of memory");
+        return plat_set_err(p, PLAT_ERR_NOMEM, "out of memory");
     }
     ssize_t n = pread(rfd, text, K3_REPORT_MAX, 0);
     close(rfd);
     text[n > 0 ? n : 0] = '\0';
-    for (const char *q = text; (q = strstr(q, "icount_region ")); q++)
-        if (q == text || q[-1] == '\n')
-            h->icount_expected++;
+    /* "icount_region IDX NAME PID": where the judge made each counted call */
+    for (const char *q = text; (q = strstr(q, "icount_region ")); q++) {
+        if (q != text && q[-1] != '\n')
+            continue;
+        int idx = -1;
+        long pid = -1;
+        char name[64];
+        if (sscanf(q, "icount_region %d %63s %ld", &idx, name, &pid) != 3 ||
+            idx != h->icount_expected || h->icount_expected > PLAT_MAX_BASELINES) {
+            snprintf(h->icount_err, sizeof h->icount_err, "the judge's counted calls do not parse");
+            break;
+        }
+        h->icount_pid[h->icount_expected++] = pid;
+    }
     h->reduced_shape = strstr(text, "\nreduced_shape\n") != NULL;
     plat_report_parse(text, &h->r);
     /* counts come from the plugin's file only, never from the report */
@@ -1043,7 +1201,7 @@ static int harness_run(struct platform *p, const struct plat_task *t, const stru
         if (m == K3_REPORT_MAX)
             snprintf(h->icount_err, sizeof h->icount_err, "the plugin's file is over %u bytes",
                      K3_REPORT_MAX);
-        else
+        else if (!h->icount_err[0])
             icount_take(text, m, h);
     } else if (h->icount_expected && k->emulated && k->plugin[0]) {
         snprintf(h->icount_err, sizeof h->icount_err, "the plugin wrote no counts");
@@ -1096,7 +1254,7 @@ static int k3_verify(struct platform *p, const struct plat_task *t, const struct
     struct k3 *k = p->priv;
     struct hrun *h = malloc(sizeof *h);
     if (!h)
-        return set_err(p, PLAT_ERR_NOMEM, "out of memory");
+        return plat_set_err(p, PLAT_ERR_NOMEM, "out of memory");
     int rc = harness_run(p, t, b, "verify", h);
     if (rc)
         goto out;
@@ -1126,13 +1284,38 @@ out:
     return rc;
 }
 
+/* The A/A noise floor (the candidate timed twice: the first time line and
+ * "candidate-aa") and the frequency state of the core the harness pinned
+ * itself to, as one method phrase (platform/noise.h); "" when the harness
+ * made no second timing. */
+static void noise_phrase(const struct hrun *h, struct plat_measure *out, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    double aa = 0;
+    for (int i = 1; i < h->r.n_times; i++)
+        if (strcmp(h->r.times[i].name, "candidate-aa") == 0)
+            aa = h->r.times[i].med;
+    if (h->r.n_times < 1 || (out->noise_floor = plat_noise_floor(h->r.times[0].med, aa)) < 0)
+        return;
+    out->has_noise_floor = 1;
+    char cpu[160] = "cpu=unpinned";
+    const char *pin = strstr(h->r.method, "pinned cpu=");
+    if (pin) {
+        struct plat_cpu_state st;
+        plat_cpu_state_read(NULL, atoi(pin + 11), &st);
+        plat_cpu_state_print(&st, cpu, sizeof cpu);
+    }
+    snprintf(buf, n, "; A/A noise floor %.1f%% (candidate timed twice: %.0f, %.0f ns); %s",
+             out->noise_floor * 100, h->r.times[0].med, aa, cpu);
+}
+
 static int k3_measure(struct platform *p, const struct plat_task *t, const struct plat_build *b,
                       struct plat_measure *out)
 {
     struct k3 *k = p->priv;
     struct hrun *h = malloc(sizeof *h);
     if (!h)
-        return set_err(p, PLAT_ERR_NOMEM, "out of memory");
+        return plat_set_err(p, PLAT_ERR_NOMEM, "out of memory");
     int rc = harness_run(p, t, b, "measure", h);
     if (rc)
         goto out;
@@ -1162,11 +1345,14 @@ static int k3_measure(struct platform *p, const struct plat_task *t, const struc
         out->reason = PLAT_FAIL_HARNESS;
         snprintf(out->detail, sizeof out->detail, "no timing was reported");
     }
-    /* the isolation first: what the figures can be trusted for */
-    int mn = snprintf(out->method, sizeof out->method, "isolation=%.100s%s; ",
+    /* the isolation first: what the figures can be trusted for; then the
+     * noise floor (natively), before the judge's lines, which are cut first */
+    char noise[300];
+    noise_phrase(h, out, noise, sizeof noise);
+    int mn = snprintf(out->method, sizeof out->method, "isolation=%.100s%s%s; ",
                       h->res.isolation[0] ? h->res.isolation : "none",
                       k->vm ? "; virtual machine: not a speed"
-                      : k->emulated ? "; EMULATED: qemu wall time, not a speed" : "");
+                      : k->emulated ? "; EMULATED: qemu wall time, not a speed" : "", noise);
     if (mn > 0 && (size_t)mn < sizeof out->method) { /* the judge's lines, cut to fit */
         size_t room = sizeof out->method - 1 - (size_t)mn, ml = strlen(h->r.method);
         memcpy(out->method + mn, h->r.method, ml < room ? ml : room);
@@ -1176,6 +1362,8 @@ static int k3_measure(struct platform *p, const struct plat_task *t, const struc
     out->cycles = h->r.cycles;
     plat_task_work(t, &out->flops, &out->bytes);
     for (int i = 0; i < h->r.n_times; i++) {
+        if (i > 0 && strcmp(h->r.times[i].name, "candidate-aa") == 0)
+            continue; /* the A/A timing: noise_phrase's, not a baseline */
         if (i == 0) {
             out->median_ns = h->r.times[0].med;
             out->min_ns = h->r.times[0].min;
@@ -1207,6 +1395,20 @@ static int k3_measure(struct platform *p, const struct plat_task *t, const struc
         }
         plat_metric_merge(out->ratio_metric, metric);
     }
+    /* natively, a time ratio inside the A/A floor is no difference; under
+     * emulation (PLAT_SET_AA, tests) ratios are by count, exact: none is */
+    for (int i = 0; i < out->n_baselines && out->has_noise_floor; i++)
+        out->base[i].no_difference = !k->emulated && strcmp(out->ratio_metric, "time") == 0 &&
+                                     plat_noise_same(out->base[i].ratio, out->noise_floor);
+    /* Under qemu only the plugin's counts measure anything (its wall time is
+     * no speed): without them a passing kernel has no figure at all. */
+    if (out->ok && k->emulated && !k->vm && !h->r.has_icount)
+        snprintf(out->detail, sizeof out->detail, PLAT_NOT_MEASURED "%s" PLAT_TO_MEASURE "%s",
+                 k->plugin[0] ? "the icount plugin counted nothing" : "no qemu icount plugin was found, "
+                                "and under qemu only instruction counts measure",
+                 k->plugin[0] ? "check the plugin and its qemu (docs/K3-KERNELS.md)"
+                              : "build it with `make` in kope's source tree (it writes libkope-icount.so "
+                                "next to kope), or set platform.k3.icount_plugin in kope.json");
 out:
     free(h);
     return rc;
@@ -1227,6 +1429,8 @@ static double k3_rank(const struct plat_outcome *o)
     return icount_only ? sp * 1e-6 : sp;
 }
 
+extern const struct plat_prompt k3_prompt; /* platform/k3/prompt.c */
+
 const struct platform_ops plat_k3_ops = {
     .name = "k3",
     .open = k3_open,
@@ -1238,4 +1442,6 @@ const struct platform_ops plat_k3_ops = {
     .probe = k3_probe, /* platform/k3/probe.c */
     .build_free = k3_build_free,
     .rank = k3_rank,
+    .space = k3_space, /* platform/k3/k3_templates.c */
+    .prompt = &k3_prompt,
 };

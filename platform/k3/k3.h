@@ -45,6 +45,7 @@ struct k3 {
     char blas_dir[256];       /* riscv64 sysroot with libopenblas.a, "" = none */
     char plugin[256];         /* qemu icount plugin .so, "" = none */
     int blas_zvl256b;         /* the OpenBLAS build needs VLEN >= 256 (refused below) */
+    int sleef;                /* blas_dir's sysroot also holds libsleef.a (RVV vector math) */
     uint64_t next_id;
     uint32_t base_built[2];   /* bit per op: baseline objects compiled (scalar, autovec) */
     char *inc_direct;         /* resolved paths of the allowed headers ('\n'-separated) */
@@ -65,11 +66,28 @@ struct k3 {
 int k3_screen_source(const char *src, size_t len, enum plat_screen_rule *rule,
                      char *detail, size_t detail_len);
 
-/* The headers a candidate may include (screen.c holds the one list). */
-#define K3_N_ALLOWED_HEADERS 9
-#define K3_ALLOWED_HEADERS_TEXT \
-    "stddef.h stdint.h math.h float.h string.h riscv_vector.h kernel_abi.h stdbool.h limits.h"
-extern const char *const k3_allowed_headers[K3_N_ALLOWED_HEADERS];
+/* The headers a candidate may include: the one list. FIRST is kope's own
+ * header (a candidate writes #include "kernel_abi.h"), X each system one.
+ * Every form below is made from it, so none can drift: screen.c's array,
+ * the space-separated text its messages quote, and the prompt contract's
+ * list (platform/k3/prompt.c). kernel_abi.h's comment,
+ * core/knowledge/x100-k3.md and docs/K3-HARNESS.md are prose: tests/test_docs.c
+ * checks them (and the prompt `kope context` prints) against the array. */
+#define K3_ALLOWED_HEADERS(FIRST, X) \
+    FIRST("kernel_abi.h") X("stddef.h") X("stdint.h") X("math.h") X("float.h") X("string.h") \
+    X("riscv_vector.h") X("stdbool.h") X("limits.h")
+#define K3_HEADER_ELEM_(h) h,
+#define K3_HEADER_SELF_(h) h
+#define K3_HEADER_TEXT_(h) " " h
+#define K3_HEADER_QUOTED_(h) "\"" h "\""
+#define K3_HEADER_ANGLED_(h) " <" h ">"
+#define K3_N_ALLOWED_HEADERS \
+    ((int)(sizeof((const char *[]){K3_ALLOWED_HEADERS(K3_HEADER_ELEM_, K3_HEADER_ELEM_)}) / sizeof(const char *)))
+/* one string literal: "kernel_abi.h stddef.h ... limits.h" */
+#define K3_ALLOWED_HEADERS_TEXT K3_ALLOWED_HEADERS(K3_HEADER_SELF_, K3_HEADER_TEXT_)
+/* as a prompt lists them: "\"kernel_abi.h\" <stddef.h> ... <limits.h>" */
+#define K3_ALLOWED_HEADERS_PROMPT K3_ALLOWED_HEADERS(K3_HEADER_QUOTED_, K3_HEADER_ANGLED_)
+extern const char *const k3_allowed_headers[];
 
 /* From compiler output with -H (one line per header opened, depth as
  * leading dots), collect depth-1 paths into direct and deeper ones into all,

@@ -34,7 +34,7 @@
 #define P_TANH {"TANH_METHOD", 2, {1, 2}, 1, "tanh: 1 via exp (+odd poly near 0), 2 rational 13/6"}
 
 /* A parameter the chosen variant ignores must stay at its default. */
-static int at_default(const struct k3_template *t, const int *v, const char *name)
+static int at_default(const struct plat_space *t, const int *v, const char *name)
 {
     for (int i = 0; i < t->n_params; i++)
         if (strcmp(t->params[i].name, name) == 0)
@@ -42,72 +42,76 @@ static int at_default(const struct k3_template *t, const int *v, const char *nam
     return 1;
 }
 
-static int valid_tanh(const struct k3_template *t, const int *v)
+static int valid_tanh(const struct plat_space *t, const int *v)
 {
-    if (k3_point_get(t, v, "TANH_METHOD") == 2)
+    if (plat_point_get(t, v, "TANH_METHOD") == 2)
         return at_default(t, v, "EXP_POLY") && at_default(t, v, "RECIP");
     return 1;
 }
 
-static int valid_gelu_tanh(const struct k3_template *t, const int *v)
+static int valid_gelu_tanh(const struct plat_space *t, const int *v)
 {
-    if (k3_point_get(t, v, "GELU_FORM") == 1)
+    if (plat_point_get(t, v, "GELU_FORM") == 1)
         return at_default(t, v, "TANH_METHOD");
     return valid_tanh(t, v);
 }
 
-static int valid_gelu_erf(const struct k3_template *t, const int *v)
+static int valid_gelu_erf(const struct plat_space *t, const int *v)
 {
-    if (k3_point_get(t, v, "ERF_METHOD") == 2)
+    if (plat_point_get(t, v, "ERF_METHOD") == 2)
         return at_default(t, v, "EXP_POLY") && at_default(t, v, "RECIP");
     return 1;
 }
 
-static int valid_norm(const struct k3_template *t, const int *v)
+static int valid_norm(const struct plat_space *t, const int *v)
 {
-    return !(k3_point_get(t, v, "LMUL") == 8 && k3_point_get(t, v, "ACC") == 2);
+    return !(plat_point_get(t, v, "LMUL") == 8 && plat_point_get(t, v, "ACC") == 2);
 }
 
-static int valid_reduce(const struct k3_template *t, const int *v)
+static int valid_reduce(const struct plat_space *t, const int *v)
 {
-    int acc = k3_point_get(t, v, "ACC");
-    if (acc == 2 && k3_point_get(t, v, "UNROLL") > 1)
+    int acc = plat_point_get(t, v, "ACC");
+    if (acc == 2 && plat_point_get(t, v, "UNROLL") > 1)
         return 0;
-    if (acc == 3 && k3_point_get(t, v, "LMUL") > 4)
+    if (acc == 3 && plat_point_get(t, v, "LMUL") > 4)
         return 0;
     return 1;
 }
 
-static int valid_gemm(const struct k3_template *t, const int *v)
+static int valid_gemm(const struct plat_space *t, const int *v)
 {
-    return k3_point_get(t, v, "MR") * k3_point_get(t, v, "LMUL") <= 16;
+    return plat_point_get(t, v, "MR") * plat_point_get(t, v, "LMUL") <= 16;
 }
 
-static int valid_gemm_nt(const struct k3_template *t, const int *v)
+static int valid_gemm_nt(const struct plat_space *t, const int *v)
 {
-    int mr = k3_point_get(t, v, "MR"), nr = k3_point_get(t, v, "NR");
-    return (mr * nr + mr + 1) * k3_point_get(t, v, "LMUL") <= 32;
+    int mr = plat_point_get(t, v, "MR"), nr = plat_point_get(t, v, "NR");
+    return (mr * nr + mr + 1) * plat_point_get(t, v, "LMUL") <= 32;
 }
 
-static int valid_gemv(const struct k3_template *t, const int *v)
+static int valid_gemv(const struct plat_space *t, const int *v)
 {
-    return (2 * k3_point_get(t, v, "RB") + 1) * k3_point_get(t, v, "LMUL") <= 32;
+    return (2 * plat_point_get(t, v, "RB") + 1) * plat_point_get(t, v, "LMUL") <= 32;
 }
 
 /* ------------------------------------------------------------ table --- */
 
+static char *space_source(const struct plat_space *s, const int *v, size_t *len);
+
+/* T(op, file, fixed, valid, params...): one template; its space's source is
+ * the template text under the point's #defines. */
+#define NARGS(...) (int)(sizeof((struct plat_param[]){__VA_ARGS__}) / sizeof(struct plat_param))
+#define T(OPV, FILE, FIXED, VALID, ...) \
+    {{OPV, NARGS(__VA_ARGS__), {__VA_ARGS__}, VALID, space_source}, FILE, FIXED}
+
 #define ELEMENTWISE(OPV, FIXED)                                                \
-    {OPV, KDIR "elementwise.c", FIXED, 2,                                      \
-     {P_LMUL1248(8),                                                           \
-      {"UNROLL", 3, {1, 2, 4}, 2, "full-length strips per loop iteration"}},   \
-     NULL}
+    T(OPV, KDIR "elementwise.c", FIXED, NULL, P_LMUL1248(8),                   \
+      {"UNROLL", 3, {1, 2, 4}, 2, "full-length strips per loop iteration"})
 
 #define REDUCE_SUM(OPV, FIXED)                                                 \
-    {OPV, KDIR "reduce.c", FIXED, 3,                                           \
-     {P_LMUL1248(8),                                                           \
+    T(OPV, KDIR "reduce.c", FIXED, valid_reduce, P_LMUL1248(8),                \
       {"ACC", 3, {1, 2, 3}, 1, "1 vector accumulators, 2 reduce every strip, 3 f64 widening accumulators"}, \
-      {"UNROLL", 2, {1, 2}, 2, "independent accumulators (ACC 1 and 3)"}},     \
-     valid_reduce}
+      {"UNROLL", 2, {1, 2}, 2, "independent accumulators (ACC 1 and 3)"})
 
 static const struct k3_template templates[PLAT_OP_COUNT] = {
     ELEMENTWISE(PLAT_OP_ADD, "OP=OP_ADD"),
@@ -115,60 +119,37 @@ static const struct k3_template templates[PLAT_OP_COUNT] = {
     ELEMENTWISE(PLAT_OP_AXPY, "OP=OP_AXPY"),
     ELEMENTWISE(PLAT_OP_SCALE, "OP=OP_SCALE"),
     ELEMENTWISE(PLAT_OP_CLAMP, "OP=OP_CLAMP"),
-    {PLAT_OP_RELU, KDIR "activation.c", "OP=OP_RELU", 1, {P_LMUL1248(8)}, NULL},
-    {PLAT_OP_GELU_TANH, KDIR "activation.c", "OP=OP_GELU_TANH", 5,
-     {P_LMUL124(4),
-      {"GELU_FORM", 2, {1, 2}, 1, "1 x*sigmoid(2u), 2 0.5x(1+tanh u)"},
-      P_TANH, P_EXP, P_RECIP},
-     valid_gelu_tanh},
-    {PLAT_OP_GELU_ERF, KDIR "activation.c", "OP=OP_GELU_ERF", 4,
-     {P_LMUL124(4),
-      {"ERF_METHOD", 2, {1, 2}, 1, "erf: 1 A&S 7.1.26 (exp), 2 A&S 7.1.28 (no exp)"},
-      P_EXP, P_RECIP},
-     valid_gelu_erf},
-    {PLAT_OP_SILU, KDIR "activation.c", "OP=OP_SILU", 3, {P_LMUL124(4), P_EXP, P_RECIP}, NULL},
-    {PLAT_OP_SIGMOID, KDIR "activation.c", "OP=OP_SIGMOID", 3, {P_LMUL124(4), P_EXP, P_RECIP}, NULL},
-    {PLAT_OP_TANH, KDIR "activation.c", "OP=OP_TANH", 4, {P_LMUL124(4), P_TANH, P_EXP, P_RECIP}, valid_tanh},
-    {PLAT_OP_EXP, KDIR "activation.c", "OP=OP_EXP", 2, {P_LMUL124(4), P_EXP}, NULL},
-    {PLAT_OP_SOFTMAX, KDIR "softmax.c", NULL, 3,
-     {P_LMUL124(4),
-      {"PASSES", 2, {3, 2}, 3, "3 max/exp-sum/scale, 2 online max+sum then exp-scale"},
-      P_EXP},
-     NULL},
-    {PLAT_OP_LAYERNORM, KDIR "norm.c", "OP=OP_LAYERNORM", 2,
-     {P_LMUL1248(8),
-      {"ACC", 2, {1, 2}, 1, "1 f32 two-pass statistics, 2 f64 widening one pass"}},
-     valid_norm},
-    {PLAT_OP_RMSNORM, KDIR "norm.c", "OP=OP_RMSNORM", 2,
-     {P_LMUL1248(8),
-      {"ACC", 2, {1, 2}, 1, "1 f32 accumulators, 2 f64 widening accumulators"}},
-     valid_norm},
+    T(PLAT_OP_RELU, KDIR "activation.c", "OP=OP_RELU", NULL, P_LMUL1248(8)),
+    T(PLAT_OP_GELU_TANH, KDIR "activation.c", "OP=OP_GELU_TANH", valid_gelu_tanh, P_LMUL124(4),
+      {"GELU_FORM", 2, {1, 2}, 1, "1 x*sigmoid(2u), 2 0.5x(1+tanh u)"}, P_TANH, P_EXP, P_RECIP),
+    T(PLAT_OP_GELU_ERF, KDIR "activation.c", "OP=OP_GELU_ERF", valid_gelu_erf, P_LMUL124(4),
+      {"ERF_METHOD", 2, {1, 2}, 1, "erf: 1 A&S 7.1.26 (exp), 2 A&S 7.1.28 (no exp)"}, P_EXP, P_RECIP),
+    T(PLAT_OP_SILU, KDIR "activation.c", "OP=OP_SILU", NULL, P_LMUL124(4), P_EXP, P_RECIP),
+    T(PLAT_OP_SIGMOID, KDIR "activation.c", "OP=OP_SIGMOID", NULL, P_LMUL124(4), P_EXP, P_RECIP),
+    T(PLAT_OP_TANH, KDIR "activation.c", "OP=OP_TANH", valid_tanh, P_LMUL124(4), P_TANH, P_EXP, P_RECIP),
+    T(PLAT_OP_EXP, KDIR "activation.c", "OP=OP_EXP", NULL, P_LMUL124(4), P_EXP),
+    T(PLAT_OP_SOFTMAX, KDIR "softmax.c", NULL, NULL, P_LMUL124(4),
+      {"PASSES", 2, {3, 2}, 3, "3 max/exp-sum/scale, 2 online max+sum then exp-scale"}, P_EXP),
+    T(PLAT_OP_LAYERNORM, KDIR "norm.c", "OP=OP_LAYERNORM", valid_norm, P_LMUL1248(8),
+      {"ACC", 2, {1, 2}, 1, "1 f32 two-pass statistics, 2 f64 widening one pass"}),
+    T(PLAT_OP_RMSNORM, KDIR "norm.c", "OP=OP_RMSNORM", valid_norm, P_LMUL1248(8),
+      {"ACC", 2, {1, 2}, 1, "1 f32 accumulators, 2 f64 widening accumulators"}),
     REDUCE_SUM(PLAT_OP_SUM, "OP=OP_SUM"),
-    {PLAT_OP_MAX, KDIR "reduce.c", "OP=OP_MAX", 3,
-     {P_LMUL1248(8),
+    T(PLAT_OP_MAX, KDIR "reduce.c", "OP=OP_MAX", valid_reduce, P_LMUL1248(8),
       {"ACC", 2, {1, 2}, 1, "1 vector max accumulators, 2 vfredmax every strip"},
-      {"UNROLL", 2, {1, 2}, 2, "independent accumulators (ACC 1)"}},
-     valid_reduce},
+      {"UNROLL", 2, {1, 2}, 2, "independent accumulators (ACC 1)"}),
     REDUCE_SUM(PLAT_OP_MEAN, "OP=OP_MEAN"),
     REDUCE_SUM(PLAT_OP_L2NORM, "OP=OP_L2NORM"),
-    {PLAT_OP_ARGMAX, KDIR "reduce.c", "OP=OP_ARGMAX", 2,
-     {P_LMUL1248(8),
-      {"ACC", 2, {1, 2}, 2, "1 per-lane best value+index, 2 strip max then vfirst"}},
-     NULL},
-    {PLAT_OP_GEMM, KDIR "gemm.c", NULL, 3,
-     {P_LMUL124(4),
+    T(PLAT_OP_ARGMAX, KDIR "reduce.c", "OP=OP_ARGMAX", NULL, P_LMUL1248(8),
+      {"ACC", 2, {1, 2}, 2, "1 per-lane best value+index, 2 strip max then vfirst"}),
+    T(PLAT_OP_GEMM, KDIR "gemm.c", NULL, valid_gemm, P_LMUL124(4),
       {"MR", 4, {1, 2, 4, 8}, 4, "rows of C per micro-tile (MR*LMUL <= 16)"},
-      {"KC", 3, {0, 64, 256}, 0, "k block (0 = none)"}},
-     valid_gemm},
-    {PLAT_OP_GEMM_NT, KDIR "gemm_nt.c", NULL, 3,
-     {P_LMUL124(4),
+      {"KC", 3, {0, 64, 256}, 0, "k block (0 = none)"}),
+    T(PLAT_OP_GEMM_NT, KDIR "gemm_nt.c", NULL, valid_gemm_nt, P_LMUL124(4),
       {"MR", 3, {1, 2, 4}, 2, "rows of A per block"},
-      {"NR", 3, {1, 2, 4}, 2, "rows of B per block ((MR*NR+MR+1)*LMUL <= 32)"}},
-     valid_gemm_nt},
-    {PLAT_OP_GEMV, KDIR "gemv.c", NULL, 2,
-     {P_LMUL1248(8),
-      {"RB", 4, {1, 2, 4, 8}, 1, "rows of A per block (x strip reused; (2*RB+1)*LMUL <= 32)"}},
-     valid_gemv},
+      {"NR", 3, {1, 2, 4}, 2, "rows of B per block ((MR*NR+MR+1)*LMUL <= 32)"}),
+    T(PLAT_OP_GEMV, KDIR "gemv.c", NULL, valid_gemv, P_LMUL1248(8),
+      {"RB", 4, {1, 2, 4, 8}, 1, "rows of A per block (x strip reused; (2*RB+1)*LMUL <= 32)"}),
 };
 
 const struct k3_template *k3_template_for(enum plat_op op)
@@ -181,62 +162,13 @@ const struct k3_template *k3_template_at(size_t k)
     return k < PLAT_OP_COUNT ? &templates[k] : NULL;
 }
 
+const struct plat_space *k3_space(enum plat_op op)
+{
+    const struct k3_template *t = k3_template_for(op);
+    return t ? &t->sp : NULL;
+}
+
 /* ----------------------------------------------------------- points --- */
-
-int k3_point_get(const struct k3_template *t, const int *v, const char *name)
-{
-    for (int i = 0; i < t->n_params; i++)
-        if (strcmp(t->params[i].name, name) == 0)
-            return v[i];
-    return -1;
-}
-
-void k3_point_default(const struct k3_template *t, int *v)
-{
-    for (int i = 0; i < t->n_params; i++)
-        v[i] = t->params[i].def;
-}
-
-int k3_point_valid(const struct k3_template *t, const int *v)
-{
-    for (int i = 0; i < t->n_params; i++) {
-        int ok = 0;
-        for (int j = 0; j < t->params[i].n_values; j++)
-            ok |= v[i] == t->params[i].values[j];
-        if (!ok)
-            return 0;
-    }
-    return t->valid ? t->valid(t, v) : 1;
-}
-
-size_t k3_template_space_size(const struct k3_template *t)
-{
-    size_t n = 1;
-    for (int i = 0; i < t->n_params; i++)
-        n *= (size_t)t->params[i].n_values;
-    return n;
-}
-
-int k3_template_point(const struct k3_template *t, size_t idx, int *v)
-{
-    if (idx >= k3_template_space_size(t))
-        return -1;
-    for (int i = 0; i < t->n_params; i++) {
-        size_t nv = (size_t)t->params[i].n_values;
-        v[i] = t->params[i].values[idx % nv];
-        idx /= nv;
-    }
-    return k3_point_valid(t, v);
-}
-
-size_t k3_template_count_valid(const struct k3_template *t)
-{
-    int v[K3_PARAM_MAX];
-    size_t n = 0, size = k3_template_space_size(t);
-    for (size_t i = 0; i < size; i++)
-        n += k3_template_point(t, i, v) == 1;
-    return n;
-}
 
 /* Append printf output to buf at *off; -1 when it does not fit. */
 __attribute__((format(printf, 4, 5)))
@@ -255,71 +187,38 @@ static int put(char *buf, size_t cap, size_t *off, const char *fmt, ...)
 int k3_point_defines(const struct k3_template *t, const int *v, char *buf, size_t cap)
 {
     size_t off = 0;
-    if (!cap || !k3_point_valid(t, v))
+    if (!cap || !plat_point_valid(&t->sp, v))
         return PLAT_ERR_INTERNAL;
     buf[0] = '\0';
     if (t->fixed && put(buf, cap, &off, "-D%s", t->fixed))
         return PLAT_ERR_INTERNAL;
-    for (int i = 0; i < t->n_params; i++)
-        if (put(buf, cap, &off, "%s-D%s=%d", off ? " " : "", t->params[i].name, v[i]))
+    for (int i = 0; i < t->sp.n_params; i++)
+        if (put(buf, cap, &off, "%s-D%s=%d", off ? " " : "", t->sp.params[i].name, v[i]))
             return PLAT_ERR_INTERNAL;
     return 0;
 }
 
 int k3_point_label(const struct k3_template *t, const int *v, char *buf, size_t cap)
 {
-    size_t off = 0;
-    if (!cap || put(buf, cap, &off, "%s", plat_op_name(t->op)))
-        return PLAT_ERR_INTERNAL;
-    for (int i = 0; i < t->n_params; i++)
-        if (put(buf, cap, &off, " %s=%d", t->params[i].name, v[i]))
-            return PLAT_ERR_INTERNAL;
-    return 0;
+    return plat_point_label(&t->sp, v, buf, cap);
 }
 
 int k3_point_parse(const char *label, const struct k3_template **tp, int *v)
 {
-    char word[64];
-    const char *s = label;
-    size_t n = strcspn(s, " ");
-    if (n == 0 || n >= sizeof word)
-        return PLAT_ERR_BAD_TASK;
-    memcpy(word, s, n);
-    word[n] = '\0';
-    int op = plat_op_parse(word);
+    int op = plat_label_op(label);
     if (op < 0)
         return PLAT_ERR_BAD_TASK;
     const struct k3_template *t = k3_template_for((enum plat_op)op);
-    k3_point_default(t, v);
-    s += n;
-    while (*s == ' ')
-        s++;
-    while (*s) {
-        n = strcspn(s, " ");
-        if (n >= sizeof word)
-            return PLAT_ERR_BAD_TASK;
-        memcpy(word, s, n);
-        word[n] = '\0';
-        char *eq = strchr(word, '=');
-        if (!eq)
-            return PLAT_ERR_BAD_TASK;
-        *eq = '\0';
-        int i = 0;
-        while (i < t->n_params && strcmp(t->params[i].name, word) != 0)
-            i++;
-        char *end;
-        long val = strtol(eq + 1, &end, 10);
-        if (i == t->n_params || end == eq + 1 || *end || val < -1000 || val > 1000)
-            return PLAT_ERR_BAD_TASK;
-        v[i] = (int)val;
-        s += n;
-        while (*s == ' ')
-            s++;
-    }
-    if (!k3_point_valid(t, v))
-        return PLAT_ERR_BAD_TASK;
-    *tp = t;
-    return 0;
+    int rc = plat_point_parse(&t->sp, label, v);
+    if (rc == 0)
+        *tp = t;
+    return rc;
+}
+
+/* sp is the first member of its template (k3_templates.h). */
+static char *space_source(const struct plat_space *s, const int *v, size_t *len)
+{
+    return k3_point_source((const struct k3_template *)s, v, len);
 }
 
 char *k3_point_source(const struct k3_template *t, const int *v, size_t *len)
@@ -327,7 +226,7 @@ char *k3_point_source(const struct k3_template *t, const int *v, size_t *len)
     char label[256], head[1024];
     size_t off = 0;
     const struct embed_file *f = embed_find(t->file);
-    if (!f || !k3_point_valid(t, v) || k3_point_label(t, v, label, sizeof label))
+    if (!f || !plat_point_valid(&t->sp, v) || k3_point_label(t, v, label, sizeof label))
         return NULL;
     int w = snprintf(head, sizeof head, "/* kope built-in template instance: %s */\n", label);
     if (w < 0 || (size_t)w >= sizeof head)
@@ -342,8 +241,8 @@ char *k3_point_source(const struct k3_template *t, const int *v, size_t *len)
             return NULL;
         off += (size_t)w;
     }
-    for (int i = 0; i < t->n_params; i++) {
-        w = snprintf(head + off, sizeof head - off, "#define %s %d\n", t->params[i].name, v[i]);
+    for (int i = 0; i < t->sp.n_params; i++) {
+        w = snprintf(head + off, sizeof head - off, "#define %s %d\n", t->sp.params[i].name, v[i]);
         if (w < 0 || (size_t)w >= sizeof head - off)
             return NULL;
         off += (size_t)w;

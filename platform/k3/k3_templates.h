@@ -18,8 +18,9 @@
  * through the harness's screen and compile like any other candidate.
  * k3_point_defines() gives the same point as -D flags instead.
  *
- * The offline tuner walks the space with k3_template_space_size() and
- * k3_template_point() (mixed-radix index, skipping invalid points).
+ * core's offline tuner walks a template as the target's tuning space
+ * (struct plat_space, platform/platform.h; k3_space() is the k3 target's
+ * platform_ops.space): mixed-radix index, skipping invalid points.
  */
 #ifndef KOPE_K3_TEMPLATES_H
 #define KOPE_K3_TEMPLATES_H
@@ -28,47 +29,25 @@
 
 #include "platform/platform.h"
 
-#define K3_PARAM_MAX 6  /* parameters per template */
-#define K3_VALUE_MAX 4  /* values per parameter */
+#define K3_PARAM_MAX PLAT_PARAM_MAX  /* parameters per template */
+#define K3_VALUE_MAX PLAT_VALUE_MAX  /* values per parameter */
 
-struct k3_param {
-    const char *name;          /* the macro: "LMUL" */
-    int n_values;
-    int values[K3_VALUE_MAX];  /* allowed values, in search order */
-    int def;                   /* default value (one of values) */
-    const char *doc;           /* what the values mean, one line */
-};
-
+/* A template is the op's tuning space (what core's tuner sees, through
+ * platform_ops.space) plus where its text is. sp is the first member, so
+ * the k3 code can go from a space back to its template. */
 struct k3_template {
-    enum plat_op op;
+    struct plat_space sp;      /* op, parameters, validity rule, source */
     const char *file;          /* embedded name, "platform/k3/embed/kernels/gemm.c" */
     const char *fixed;         /* fixed macro for this op, "OP=OP_ADD", or NULL */
-    int n_params;
-    struct k3_param params[K3_PARAM_MAX];
-    /* Extra validity rule over a point (values in params order); NULL means
-     * every combination of allowed values is valid. */
-    int (*valid)(const struct k3_template *t, const int *v);
 };
 
 /* The template of op, or NULL. */
 const struct k3_template *k3_template_for(enum plat_op op);
 /* The k-th template (0-based, in plat_op order), or NULL past the end. */
 const struct k3_template *k3_template_at(size_t k);
+/* platform_ops.space of the k3 target: &k3_template_for(op)->sp. */
+const struct plat_space *k3_space(enum plat_op op);
 
-/* Value of parameter `name` in point v, or -1 if t has no such parameter. */
-int k3_point_get(const struct k3_template *t, const int *v, const char *name);
-/* Fill v with the default point. */
-void k3_point_default(const struct k3_template *t, int *v);
-/* 1 if v is a valid point of t (every value allowed and t->valid agrees). */
-int k3_point_valid(const struct k3_template *t, const int *v);
-
-/* Number of raw points (product of the value counts, valid or not). */
-size_t k3_template_space_size(const struct k3_template *t);
-/* Decode raw index idx (< space size) into v. Returns 1 if the point is
- * valid, 0 if it is not (v is filled either way), -1 if idx is out of range. */
-int k3_template_point(const struct k3_template *t, size_t idx, int *v);
-/* Number of valid points. */
-size_t k3_template_count_valid(const struct k3_template *t);
 
 /* "-DOP=OP_ADD -DLMUL=4 -DUNROLL=2" into buf. 0, or PLAT_ERR_INTERNAL when
  * buf is too small or the point invalid. */

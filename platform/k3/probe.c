@@ -206,7 +206,9 @@ int k3_probe(struct platform *p, struct plat_probe *out)
         snprintf(p->err, sizeof p->err, "out of memory");
         return p->rc = PLAT_ERR_NOMEM;
     }
-    struct proc_spec build = {.argv = argv, .timeout_ms = 60000, .out = text, .out_len = PROBE_OUT_MAX};
+    /* natively in a virtual machine the compiler runs emulated: more time */
+    struct proc_spec build = {.argv = argv, .timeout_ms = k->vm ? 600000 : 60000, .out = text,
+                              .out_len = PROBE_OUT_MAX};
     rc = proc_run(&build, &res, p->err, sizeof p->err);
     if (rc)
         goto out;

@@ -111,6 +111,8 @@ static void test_filter_alone_stops_openat(void **state)
     P->set.flags |= PLAT_SET_UNSAFE_NO_SCREEN;
     int rc = platform_compile(P, &t, src, strlen(src), &b);
     P->set.flags &= ~(unsigned)PLAT_SET_UNSAFE_NO_SCREEN;
+    if (rc)
+        fprintf(stderr, "compile: %s\n", P->err);
     assert_int_equal(rc, 0);
     if (!b.ok)
         fprintf(stderr, "build: %s\n%s\n", b.detail, b.diag);

@@ -1,6 +1,6 @@
 /*
  * harness.h - shared between the riscv64 measuring harness (harness.c, ref.c,
- * base.c, blas.c, all embedded in the kope binary and compiled on demand) and
+ * base.c, blas.c, sleef.c, all embedded in the kope binary and compiled on demand) and
  * the host side that drives it (platform/k3/k3.c includes this file for the
  * op order and the report protocol).
  *
@@ -13,7 +13,9 @@
  *   case LABEL N ROWS COLS M K BATCH PASS REASON MAX_ABS MAX_REL NORM FIRST_BAD
  *   fail REASON SIGNAL DETAIL...          a terminal failure (signal handler etc.)
  *   time NAME MEDIAN_NS MIN_NS SPREAD REPEATS WARMUP
- *   icount_region IDX NAME                order of the plugin's regions
+ *                                         (NAME candidate first; with H_FLAG_AA a
+ *                                         last "candidate-aa": the A/A timing)
+ *   icount_region IDX NAME PID            a counted call, made in process PID
  *   method TEXT...
  *   done                                  the run completed
  * REASON is a plat_fail name ("none", "wrong_result", ...).
@@ -31,6 +33,10 @@ enum h_op {
     H_OP_COUNT
 };
 
+/* A user's own op (op=user family=F rowwise=R lo= hi=): equals PLAT_OP_USER.
+ * Its reference and baselines come from user.c and the user's file. */
+#define H_OP_USER 100
+
 #define H_OP_NAMES \
     "add", "mul", "axpy", "scale", "clamp", "relu", "gelu_tanh", "gelu_erf", \
     "silu", "sigmoid", "tanh", "exp", "softmax", "layernorm", "rmsnorm", "sum", \
@@ -41,6 +47,7 @@ enum h_op {
 #define H_FLAG_NO_BASELINES 2 /* time the candidate only */
 #define H_FLAG_NO_PIN 4       /* do not pin to one core */
 #define H_FLAG_QUICK 8        /* emulated: 1 warm-up, 3 samples, no calibration */
+#define H_FLAG_AA 16          /* time the candidate a second time, last ("candidate-aa") */
 
 /* Exit status of the harness when it reported a failure itself. */
 #define H_EXIT_FAIL 3
@@ -69,8 +76,12 @@ struct h_args {
 
 /* ref.c: double-precision reference into out (out_count doubles). */
 void h_ref_run(const struct h_args *a, double *out);
+/* user.c (a user op's builds only): the user's reference in f32, widened to
+ * double into out. ref.c calls it for H_OP_USER. */
+void h_user_ref(const struct h_args *a, double *out);
 /* base.c: a plain C f32 implementation of op KOPE_BASE_OP, compiled twice
- * (scalar -O2 no-vectorize, and -O3 auto-vectorized) under two names. */
+ * (scalar -O2 no-vectorize, and -O3 auto-vectorized) under two names; for a
+ * user op, user.c defines both over the user's reference. */
 void kope_base_scalar(const struct h_args *a);
 void kope_base_autovec(const struct h_args *a);
 /* blas.c: OpenBLAS where a BLAS routine computes exactly the op (the matmul
@@ -78,6 +89,12 @@ void kope_base_autovec(const struct h_args *a);
  * no exact BLAS equivalent. */
 int h_blas_available(int op);
 void h_blas_run(const struct h_args *a);
+/* sleef.c: SLEEF's RVV vector math, LMUL 1 and LMUL 2, for the
+ * transcendental ops (exp, tanh, sigmoid, silu, gelu_tanh, gelu_erf,
+ * softmax); returns 0 when not linked or the op is not one of them. */
+int h_sleef_available(int op);
+void h_sleef_run_m1(const struct h_args *a);
+void h_sleef_run_m2(const struct h_args *a);
 #endif
 
 #endif

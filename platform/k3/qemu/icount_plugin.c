@@ -47,9 +47,12 @@
  *   kope-icount 2
  *   region IDX insns N vector_ops N vector_mem N vsetvl N vcost N unmodelled N
  *   ...
- *   total insns N vector_ops N vector_mem N vsetvl N vcost N unmodelled N regions N dropped N vcpus N
- * appended (one such block per process: the harness forks a process per
- * counted call)
+ *   total insns N vector_ops N vector_mem N vsetvl N vcost N unmodelled N regions N dropped N vcpus N stray N pid N
+ * appended (one such block per process: kope matches each block to the
+ * process the harness's judge says it made each counted call in, by pid).
+ * stray: marker entries out of turn (begin inside an open region, end with
+ * none open): a kernel that found a marker and called it to close its own
+ * region early, or to restart it; kope then claims nothing.
  */
 #define _GNU_SOURCE 1 /* open_memstream */
 #include <inttypes.h>
@@ -57,6 +60,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <qemu-plugin.h>
 
@@ -74,7 +78,7 @@ struct counts {
 static struct counts g_now;            /* whole run, updated inline */
 static struct counts g_start;          /* snapshot at the open region's begin */
 static struct counts g_region[MAX_REGIONS];
-static unsigned g_n_regions, g_dropped;
+static unsigned g_n_regions, g_dropped, g_stray;
 static int g_open;                     /* inside begin..end */
 static char g_out[1024];
 static char g_begin[SYM_MAX] = "kope_icount_begin";
@@ -85,8 +89,10 @@ static uint64_t g_ratio = 1;           /* VLEN / DLEN */
 static void on_begin(unsigned int vcpu, void *udata)
 {
     (void)vcpu; (void)udata;
-    if (g_open)
-        return; /* later instructions of the same marker */
+    if (g_open) {
+        g_stray++; /* a begin inside the region: never the harness's */
+        return;
+    }
     g_start = g_now;
     g_open = 1;
 }
@@ -94,8 +100,10 @@ static void on_begin(unsigned int vcpu, void *udata)
 static void on_end(unsigned int vcpu, void *udata)
 {
     (void)vcpu; (void)udata;
-    if (!g_open)
+    if (!g_open) {
+        g_stray++; /* the harness's own end after the region was closed early */
         return;
+    }
     g_open = 0;
     if (g_n_regions >= MAX_REGIONS) {
         g_dropped++;
@@ -293,12 +301,18 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
     (void)id;
     size_t n = qemu_plugin_tb_n_insns(tb);
+    const char *prev = NULL;
     for (size_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *in = qemu_plugin_tb_get_insn(tb, i);
         const char *sym = qemu_plugin_insn_symbol(in);
-        if (sym && strcmp(sym, g_begin) == 0)
+        /* a marker is entered at its first instruction: a block's first, or
+         * one after an instruction of another symbol (the markers are one
+         * `ret` each with clang and gcc; each entry is one event) */
+        int entry = sym && (i == 0 || !prev || strcmp(prev, sym) != 0);
+        prev = sym;
+        if (entry && strcmp(sym, g_begin) == 0)
             qemu_plugin_register_vcpu_insn_exec_cb(in, on_begin, QEMU_PLUGIN_CB_NO_REGS, NULL);
-        else if (sym && strcmp(sym, g_end) == 0)
+        else if (entry && strcmp(sym, g_end) == 0)
             qemu_plugin_register_vcpu_insn_exec_cb(in, on_end, QEMU_PLUGIN_CB_NO_REGS, NULL);
         qemu_plugin_register_vcpu_insn_exec_inline(in, QEMU_PLUGIN_INLINE_ADD_U64,
                                                    &g_now.c[C_INSN], 1);
@@ -370,7 +384,10 @@ static void at_exit(qemu_plugin_id_t id, void *p)
         fputc('\n', f);
     }
     print_counts(f, "total", &g_now);
-    fprintf(f, " regions %u dropped %u vcpus %u\n", g_n_regions, g_dropped, g_vcpus);
+    /* pid: the guest's own (qemu-user passes getpid through), as the
+     * harness's judge names it */
+    fprintf(f, " regions %u dropped %u vcpus %u stray %u pid %ld\n", g_n_regions, g_dropped,
+            g_vcpus, g_stray, (long)getpid());
     fclose(f);
     if (buf) {
         qemu_plugin_outs(buf);

@@ -11,6 +11,9 @@
  * that the guard past the output and the inputs are untouched, and argmax
  * exactly. Then the dispatcher kope_<op> on the task shape, and every op's
  * portable scalar fallback on small sizes. Exit 0 when everything passed.
+ * A kernel of a user's own op is checked against that op's reference
+ * (ref_<symbol>.c, the user's plain C built scalar, as kope's judge did), on
+ * the op's input range, with gamma and beta NULL for its activations.
  *
  *   ./kope_selftest [--max-work N] [-v]
  */
@@ -32,21 +35,26 @@ struct kt_shape {
     size_t n, rows, cols, m, k, batch;
 };
 
+struct kt_op {
+    const char *name;
+    char kind; /* N P R D M V, see kope_ops.h */
+    kt_any ref, scalar, dispatch;
+    /* a user's own op: ref is its f32 reference (the family's signature),
+     * lo..hi its input range (lo == hi: the default), no scalar fallback */
+    float lo, hi;
+    int user;
+};
+
 struct kt_kernel {
     const char *symbol;
     const char *op;
     kt_any fn;
     struct kt_shape shape;
     double rtol, atol;
+    struct kt_op user; /* a user op's entry; zero for the catalogue's ops */
 };
 
 #include "kope_selftest_table.h"
-
-struct kt_op {
-    const char *name;
-    char kind; /* N P R D M V, see kope_ops.h */
-    kt_any ref, scalar, dispatch;
-};
 
 #define KT_OP_ROW(op, fam, shape) {#op, (#shape)[0], (kt_any)kope_ref_##op, (kt_any)kope_scalar_##op, (kt_any)kope_##op},
 static const struct kt_op kt_ops[] = {KOPE_OPS(KT_OP_ROW)};
@@ -138,6 +146,27 @@ static int nan_fill_intact(const float *p, size_t n)
     return 1;
 }
 
+/* A user op's reference on the saved inputs: its f32 results, widened. */
+static void user_ref(const struct kt_op *op, const struct kt_shape *s, const float *x, const float *y,
+                     const float *gamma, const float *beta, const struct kope_scalars *sc, double *ref,
+                     size_t nout)
+{
+    float *r = malloc((nout ? nout : 1) * sizeof *r);
+    if (!r) {
+        fprintf(stderr, "kope_selftest: out of memory\n");
+        exit(2);
+    }
+    switch (op->kind) {
+    case 'N': ((kope_elementwise_fn *)op->ref)(s->n, x, y, r, sc); break;
+    case 'P': case 'R': ((kope_activation_fn *)op->ref)(s->rows, s->cols, x, r, gamma, beta, sc); break;
+    case 'D': ((kope_reduction_fn *)op->ref)(s->rows, s->cols, x, r); break;
+    default: ((kope_matmul_fn *)op->ref)(s->batch, s->m, s->n, s->k, x, y, r);
+    }
+    for (size_t i = 0; i < nout; i++)
+        ref[i] = r[i];
+    free(r);
+}
+
 /* One call of fn (kernel, dispatcher or scalar fallback) on shape s against
  * the reference; returns 1 when it passed, printing the first failure. */
 static int run_case(const char *who, const struct kt_op *op, kt_any fn, const struct kt_shape *s0,
@@ -151,6 +180,10 @@ static int run_case(const char *who, const struct kt_op *op, kt_any fn, const st
         lo = -10;
         hi = 10;
     }
+    if (op->user && op->hi > op->lo) {
+        lo = op->lo;
+        hi = op->hi;
+    }
     switch (kind) {
     case 'N':
         nx = s.n;
@@ -160,7 +193,7 @@ static int run_case(const char *who, const struct kt_op *op, kt_any fn, const st
     case 'P': nx = nout = s.rows * s.cols; break;
     case 'R':
         nx = nout = s.rows * s.cols;
-        ng = s.cols;
+        ng = op->user ? 0 : s.cols;
         break;
     case 'D': nx = s.rows * s.cols; nout = s.rows; break;
     case 'M':
@@ -177,8 +210,9 @@ static int run_case(const char *who, const struct kt_op *op, kt_any fn, const st
         lo = -1;
         hi = 1;
     }
-    float *x = fbuf(nx, lo, hi), *y = ny ? fbuf(ny, kind == 'M' || kind == 'V' ? -1 : -4,
-                                                   kind == 'M' || kind == 'V' ? 1 : 4) : NULL;
+    float ylo = op->user ? lo : kind == 'M' || kind == 'V' ? -1 : -4;
+    float yhi = op->user ? hi : kind == 'M' || kind == 'V' ? 1 : 4;
+    float *x = fbuf(nx, lo, hi), *y = ny ? fbuf(ny, ylo, yhi) : NULL;
     float *gamma = ng ? fbuf(ng, 0.5f, 1.5f) : NULL, *beta = ng ? fbuf(ng, -0.5f, 0.5f) : NULL;
     float *x0 = malloc((nx ? nx : 1) * sizeof *x0), *y0 = malloc((ny ? ny : 1) * sizeof *y0);
     float *out = malloc((nout + GUARD) * sizeof *out);
@@ -198,24 +232,31 @@ static int run_case(const char *who, const struct kt_op *op, kt_any fn, const st
     switch (kind) {
     case 'N':
         ((kope_elementwise_fn *)fn)(s.n, x, y, out, &sc);
-        ((kope_ref_elementwise_fn *)op->ref)(s.n, x0, y0, ref, &sc);
+        if (!op->user)
+            ((kope_ref_elementwise_fn *)op->ref)(s.n, x0, y0, ref, &sc);
         break;
     case 'P': case 'R':
         ((kope_activation_fn *)fn)(s.rows, s.cols, x, out, gamma, beta, &sc);
-        ((kope_ref_activation_fn *)op->ref)(s.rows, s.cols, x0, ref, gamma, beta, &sc);
+        if (!op->user)
+            ((kope_ref_activation_fn *)op->ref)(s.rows, s.cols, x0, ref, gamma, beta, &sc);
         break;
     case 'D':
         ((kope_reduction_fn *)fn)(s.rows, s.cols, x, out);
-        ((kope_ref_reduction_fn *)op->ref)(s.rows, s.cols, x0, ref);
+        if (!op->user)
+            ((kope_ref_reduction_fn *)op->ref)(s.rows, s.cols, x0, ref);
         break;
     case 'M':
         ((kope_matmul_fn *)fn)(s.batch, s.m, s.n, s.k, x, y, out);
-        ((kope_ref_matmul_fn *)op->ref)(s.batch, s.m, s.n, s.k, x0, y0, ref);
+        if (!op->user)
+            ((kope_ref_matmul_fn *)op->ref)(s.batch, s.m, s.n, s.k, x0, y0, ref);
         break;
     default:
         ((kope_matmul_fn *)fn)(1, s.m, 1, s.k, x, y, out);
-        ((kope_ref_matmul_fn *)op->ref)(1, s.m, 1, s.k, x0, y0, ref);
+        if (!op->user)
+            ((kope_ref_matmul_fn *)op->ref)(1, s.m, 1, s.k, x0, y0, ref);
     }
+    if (op->user)
+        user_ref(op, &s, x0, y0, gamma, beta, &sc, ref, nout);
     char shape[96], why[200] = "";
     shape_text(kind, &s, shape, sizeof shape);
     int is_arg = strcmp(op->name, "argmax") == 0;
@@ -306,7 +347,7 @@ int main(int argc, char **argv)
     size_t n_kernels = sizeof kt_kernels / sizeof kt_kernels[0];
     for (size_t i = 0; i < n_kernels; i++) {
         const struct kt_kernel *kk = &kt_kernels[i];
-        const struct kt_op *op = op_find(kk->op);
+        const struct kt_op *op = kk->user.user ? &kk->user : op_find(kk->op);
         if (!op) {
             printf("FAIL %s: op %s is not in this library's catalogue\n", kk->symbol, kk->op);
             g_failed++;

@@ -7,6 +7,10 @@
  * error stays (the context is unusable afterwards, as on hardware).
  * FAKE_MSPROF_LOG=FILE appends "name,duration_us,block_dim" per launch for
  * the fake msprof. Events read CLOCK_MONOTONIC: CPU time, never NPU time.
+ * FAKE_REPORT_EDIT=omit|rename|shape|dup|after|extra|forge edits the host
+ * program's report (report=PATH) after it exits, the way code linked into
+ * the host program could (forge: every case's PASS flag set to 1, what a
+ * candidate interposing strcmp would get): kope must refuse every one.
  */
 #include <csetjmp>
 #include <csignal>
@@ -83,9 +87,77 @@ uint32_t kope_fake_launch(uint32_t block_dim, void *stream, const char *name,
     return 0;
 }
 
+/* FAKE_REPORT_EDIT: rewrite the finished report (an atexit handler runs
+ * after main has closed it). Edits touch the third case line. */
+static void report_edit(void)
+{
+    const char *how = getenv("FAKE_REPORT_EDIT"), *path = nullptr;
+    static char cmd[8192];
+    FILE *f = fopen("/proc/self/cmdline", "rb");
+    size_t n = f ? fread(cmd, 1, sizeof cmd - 1, f) : 0;
+    if (f) fclose(f);
+    for (size_t i = 0; i < n; i += strlen(cmd + i) + 1)
+        if (strncmp(cmd + i, "report=", 7) == 0)
+            path = cmd + i + 7;
+    if (!how || !path || !(f = fopen(path, "rb")))
+        return;
+    static char in[1 << 18], out[(1 << 18) + 4096];
+    size_t len = fread(in, 1, sizeof in - 1, f), o = 0;
+    fclose(f);
+    in[len] = '\0';
+    int cases = 0;
+    char third[512] = "";
+    for (char *l = in; *l;) {
+        char *e = strchr(l, '\n');
+        size_t ll = e ? (size_t)(e - l) : strlen(l);
+        int is_case = strncmp(l, "case ", 5) == 0, keep = 1;
+        if (is_case && strcmp(how, "forge") == 0) {
+            size_t p = 5;
+            for (int f = 0; f < 7 && p < ll; f++) { /* label n rows cols m k batch */
+                while (p < ll && l[p] != ' ') p++;
+                while (p < ll && l[p] == ' ') p++;
+            }
+            if (p < ll)
+                l[p] = '1';
+        }
+        if (is_case && ++cases == 3) {
+            snprintf(third, sizeof third, "%.*s", (int)ll, l);
+            if (strcmp(how, "omit") == 0) keep = 0;
+            if (strcmp(how, "dup") == 0) o += snprintf(out + o, sizeof out - o, "%s\n", third);
+            if (strcmp(how, "rename") == 0 || strcmp(how, "shape") == 0) {
+                char lab[64];
+                unsigned long long nn;
+                int off = 0;
+                sscanf(l + 5, "%63s %llu%n", lab, &nn, &off);
+                if (strcmp(how, "rename") == 0)
+                    o += snprintf(out + o, sizeof out - o, "case %s,x%.*s\n", lab, (int)(ll - 5 - strlen(lab)), l + 5 + strlen(lab));
+                else
+                    o += snprintf(out + o, sizeof out - o, "case %s %llu%.*s\n", lab, nn + 1, (int)(ll - 5 - off), l + 5 + off);
+                keep = 0;
+            }
+        }
+        if (strncmp(l, "done", 4) == 0 && ll == 4 && strcmp(how, "extra") == 0)
+            o += snprintf(out + o, sizeof out - o, "case extra-case 1 1 1 0 0 0 1 none 0 0 0 0\n");
+        if (keep)
+            o += snprintf(out + o, sizeof out - o, "%.*s\n", (int)ll, l);
+        if (strncmp(l, "done", 4) == 0 && ll == 4 && strcmp(how, "after") == 0 && third[0])
+            o += snprintf(out + o, sizeof out - o, "%s\n", third);
+        l += ll + (e ? 1 : 0);
+    }
+    if ((f = fopen(path, "wb"))) {
+        fwrite(out, 1, o, f);
+        fclose(f);
+    }
+}
+
 extern "C" {
 
-aclError aclInit(const char *) { return ACL_SUCCESS; }
+aclError aclInit(const char *)
+{
+    if (getenv("FAKE_REPORT_EDIT"))
+        atexit(report_edit);
+    return ACL_SUCCESS;
+}
 aclError aclFinalize(void) { return ACL_SUCCESS; }
 aclError aclrtSetDevice(int32_t id)
 {

@@ -1,0 +1,93 @@
+/*
+ * bench/harness_cost.c - verify + measure of one trivial candidate through
+ * the platform API, repeated: the per-candidate cost of the K3 target loop,
+ * in CPU time (user + system of every process of the runs) and wall time.
+ *
+ *   build/x86_64/bench/harness_cost WORK_DIR [REPS [PLUGIN [noiso]]]
+ *
+ * One line per repetition: "verify MS (rc pass) measure MS (rc ok) cpu MS
+ * ic=N". It is the driver bench/harness-vs.sh builds against older trees
+ * too (so it uses only API those trees have: the platform calls and
+ * settings of issue 3 on), to print this tree's cost against theirs in the
+ * same run. CPU time is the figure to read on a loaded machine: wall time
+ * there is mostly waiting for a core.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "platform/platform.h"
+
+static double cpu_ms(void)
+{
+    struct rusage r;
+    if (getrusage(RUSAGE_CHILDREN, &r) != 0)
+        return 0;
+    return (double)(r.ru_utime.tv_sec + r.ru_stime.tv_sec) * 1e3 +
+           (double)(r.ru_utime.tv_usec + r.ru_stime.tv_usec) / 1e3;
+}
+
+static double wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static const char *src =
+    "#include <stddef.h>\n#include \"kernel_abi.h\"\n"
+    "void kope_kernel(size_t n, const float *x, const float *y, float *out,\n"
+    "                 const struct kope_scalars *s) {\n"
+    "  (void)s; for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i];\n}\n";
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: harness_cost WORK_DIR [REPS [PLUGIN [noiso]]]\n");
+        return 2;
+    }
+    struct plat_settings set;
+    plat_settings_init(&set);
+    set.work_dir = argv[1];
+    if (argc > 3 && argv[3][0])
+        set.icount_plugin = argv[3];
+#ifdef PLAT_SET_UNSAFE_NO_ISOLATION
+    if (argc > 4 && strcmp(argv[4], "noiso") == 0)
+        set.flags |= PLAT_SET_UNSAFE_NO_ISOLATION;
+#endif
+    int reps = argc > 2 ? atoi(argv[2]) : 5;
+    struct platform *p;
+    char err[512];
+    if (platform_open("k3", &set, &p, err, sizeof err)) {
+        fprintf(stderr, "harness_cost: %s\n", err);
+        return 1;
+    }
+    struct plat_task t;
+    memset(&t, 0, sizeof t);
+    snprintf(t.name, sizeof t.name, "add-4096");
+    t.op = PLAT_OP_ADD;
+    t.family = plat_op_family(t.op);
+    t.n = 4096;
+    plat_op_default_tol(t.op, &t.rtol, &t.atol);
+    static struct plat_build b;
+    if (platform_compile(p, &t, src, strlen(src), &b) || !b.ok) {
+        fprintf(stderr, "harness_cost: the candidate did not compile\n");
+        platform_close(p);
+        return 1;
+    }
+    static struct plat_verify v;
+    static struct plat_measure m;
+    for (int i = 0; i < reps; i++) {
+        double c0 = cpu_ms(), t0 = wall_ms();
+        int r1 = platform_verify(p, &t, &b, &v);
+        double t1 = wall_ms();
+        int r2 = platform_measure(p, &t, &b, &m);
+        double t2 = wall_ms(), c1 = cpu_ms();
+        printf("verify %.1f (%d %d) measure %.1f (%d %d) cpu %.1f ic=%llu\n", t1 - t0, r1, v.pass,
+               t2 - t1, r2, m.ok, c1 - c0, (unsigned long long)m.icount);
+    }
+    platform_close(p);
+    return 0;
+}
