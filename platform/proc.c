@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -386,8 +387,11 @@ static void child_exec(const struct proc_spec *r, int out_fd, int note_fd)
     char *const clean_env[] = {"PATH=/usr/bin:/bin", "LC_ALL=C", NULL};
     extern char **environ;
     char *const *envp = environ;
-    if (r->flags & PROC_ISOLATE) {
+    if (r->flags & (PROC_ISOLATE | PROC_REPEATABLE))
         envp = clean_env;
+    if (r->flags & PROC_REPEATABLE)
+        personality(ADDR_NO_RANDOMIZE);
+    if (r->flags & PROC_ISOLATE) {
         caps_drop();
         note_add(&note, seccomp_runner(exe) == 0 ? "seccomp" : "NO-SECCOMP");
         if (note_fd >= 0) {

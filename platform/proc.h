@@ -41,7 +41,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PROC_ISOLATE 1 /* namespaces + minimal filesystem + seccomp (above) */
+#define PROC_ISOLATE 1    /* namespaces + minimal filesystem + seccomp (above) */
+#define PROC_REPEATABLE 2 /* the same start every run: the environment cleared (PATH,
+                            LC_ALL=C) and address-space randomisation off, so a guest
+                            under qemu-user sees the same stack (instruction counts) */
 
 #ifndef PROC_RO_PATHS_MAX
 #define PROC_RO_PATHS_MAX 8
@@ -59,7 +62,7 @@ struct proc_spec {
     char *out;                /* first out_len-1 bytes of output kept here (NUL-terminated) */
     size_t out_len;
     int fd3;                  /* > 2: given to the child as its fd 3 (e.g. a report file) */
-    unsigned flags;           /* PROC_ISOLATE */
+    unsigned flags;           /* PROC_ISOLATE, PROC_REPEATABLE */
     const char *rw_dir;       /* isolated: the one writable directory (absolute) */
     const char *ro_paths[PROC_RO_PATHS_MAX]; /* isolated: more read-only files/dirs, NULL-ended */
 };

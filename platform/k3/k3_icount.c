@@ -9,13 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/personality.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "platform/platform.h"
+#include "platform/proc.h"
 #include "platform/k3/k3_icount.h"
 
 #define REPORT_MAX (1024 * 1024) /* the plugin writes ~80 bytes per region */
@@ -147,13 +145,6 @@ out:
     return rc;
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int k3_icount_run(const char *runner, const char *plugin, const char *const *argv,
                   const char *work_dir, int timeout_ms, int vlen_bits, int dlen_bits,
                   struct k3_icount *out, int *exit_status, char *err, size_t err_len)
@@ -198,47 +189,26 @@ int k3_icount_run(const char *runner, const char *plugin, const char *const *arg
         return PLAT_ERR_INTERNAL;
     }
 
-    pid_t pid = fork();
-    if (pid < 0) {
-        snprintf(err, err_len, "icount: fork: %s", strerror(errno));
+    /* the targets' one child runner: own process group killed at the
+     * deadline, output capped and discarded, a fixed environment and no
+     * address-space randomisation (PROC_REPEATABLE, see k3_icount.h) */
+    char sink[256];
+    struct proc_spec spec = {.argv = args,
+                             .timeout_ms = timeout_ms > 0 ? timeout_ms : 60000,
+                             .out = sink,
+                             .out_len = sizeof sink,
+                             .flags = PROC_REPEATABLE};
+    struct proc_result res;
+    if (proc_run(&spec, &res, err, err_len)) {
         unlink(report);
         return PLAT_ERR_SPAWN;
     }
-    if (pid == 0) {
-        static char *const env[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C", NULL};
-        personality(ADDR_NO_RANDOMIZE);
-        int nul = open("/dev/null", O_RDWR);
-        if (nul >= 0) {
-            dup2(nul, 0);
-            dup2(nul, 1);
-            dup2(nul, 2);
-        }
-        setpgid(0, 0);
-        execvpe(args[0], args, env);
-        _exit(127);
+    if (res.timed_out) {
+        snprintf(err, err_len, "icount: run timed out after %d ms", spec.timeout_ms);
+        unlink(report);
+        return PLAT_ERR_HARNESS;
     }
-    int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 60000);
-    int st = 0;
-    for (;;) {
-        pid_t r = waitpid(pid, &st, WNOHANG);
-        if (r == pid)
-            break;
-        if (r < 0 && errno != EINTR) {
-            snprintf(err, err_len, "icount: waitpid: %s", strerror(errno));
-            unlink(report);
-            return PLAT_ERR_SPAWN;
-        }
-        if (now_ms() > deadline) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &st, 0);
-            snprintf(err, err_len, "icount: run timed out after %d ms", timeout_ms);
-            unlink(report);
-            return PLAT_ERR_HARNESS;
-        }
-        struct timespec ts = {0, 5 * 1000000};
-        nanosleep(&ts, NULL);
-    }
-    *exit_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    *exit_status = res.exited ? res.exit_code : 128 + (res.signaled ? res.signal : SIGKILL);
     if (*exit_status == 127) {
         snprintf(err, err_len, "icount: could not run '%s'", args[0]);
         unlink(report);

@@ -15,9 +15,9 @@
  * begin/end pair measures it.
  *
  * Repeatability: counts depend only on the guest binary and its input. To
- * keep the input fixed, k3_icount_run() starts qemu with a fixed
- * environment (the guest inherits it, so its stack layout is fixed) and
- * with address-space randomisation off. Only the dynamic qemu-riscv64
+ * keep the input fixed, k3_icount_run() starts qemu through proc_run with
+ * PROC_REPEATABLE: a fixed environment (the guest inherits it, so its stack
+ * layout is fixed) and address-space randomisation off. Only the dynamic qemu-riscv64
  * accepts -plugin, not qemu-riscv64-static.
  *
  * Two ways to use it:
