@@ -331,17 +331,8 @@ static int run_task(struct run *r, const struct task_entry *te, size_t ti, size_
     h.best = -1;
     if (!vd)
         goto out;
-    if ((rc = proposers_for_task(r, t, ps, &nps)))
+    if ((rc = proposers_for_task(r, te, ps, &nps)))
         goto out;
-    /* a suite task's own seed (core/task/task.h "seed") comes before them all */
-    if (te->seed && nps < PROPOSERS_MAX) {
-        memmove(ps + 1, ps, nps * sizeof *ps);
-        nps++;
-        if ((rc = proposer_seed_new(te->seed_file, te->seed, te->seed_len, &ps[0]))) {
-            memmove(ps, ps + 1, --nps * sizeof *ps);
-            goto out;
-        }
-    }
     r->bc = &bc; /* the queue's replies for this task measure against it too */
     memcpy(r->bc_task, res->task_id, 32);
     /* the task's tree is read once; each trial of the loop is appended to

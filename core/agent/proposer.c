@@ -16,6 +16,7 @@
 
 #include "core/err.h"
 #include "core/graph/graph.h"
+#include "core/task/task.h"
 #include "core/agent/prompt.h"
 #include "core/agent/proposer.h"
 #include "core/agent/queue.h"
@@ -380,12 +381,20 @@ int proposer_tuner_new(struct run *r, const struct plat_task *t, struct proposer
 
 /* --------------------------------------------------------------- the order */
 
-int proposers_for_task(struct run *r, const struct plat_task *t, struct proposer *v[PROPOSERS_MAX],
+int proposers_for_task(struct run *r, const struct task_entry *te, struct proposer *v[PROPOSERS_MAX],
                        size_t *n)
 {
+    const struct plat_task *t = &te->t;
     int rc = 0;
     struct proposer *p;
     *n = 0;
+    /* a suite task's own seed (core/task/task.h "seed"), then the command
+     * line's --seed: the user's kernels before anything kope writes */
+    if (te->seed) {
+        if ((rc = proposer_seed_new(te->seed_file, te->seed, te->seed_len, &p)))
+            goto fail;
+        v[(*n)++] = p;
+    }
     if (r->o->seed_src) {
         if ((rc = proposer_seed_new(r->o->seed_name, r->o->seed_src, r->o->seed_len, &p)))
             goto fail;

@@ -78,10 +78,12 @@ int proposer_ref_new(const struct plat_task *t, struct proposer **out);
 #ifndef PROPOSERS_MAX
 #define PROPOSERS_MAX 8
 #endif
-/* The proposers of one task of the run, in order (seed from
- * agent_opts.seed_src, llm, starter, tuner). *n set; free each with
- * proposer_free. */
-int proposers_for_task(struct run *r, const struct plat_task *t, struct proposer *v[PROPOSERS_MAX],
+/* The proposers of one task of the run, in order: the suite task's seed
+ * (te->seed), the command line's (agent_opts.seed_src), ref (a user op's
+ * reference), llm, starter, tuner; those that do not apply are left out.
+ * The one place the order is set. *n set; free each with proposer_free. */
+struct task_entry;
+int proposers_for_task(struct run *r, const struct task_entry *te, struct proposer *v[PROPOSERS_MAX],
                        size_t *n);
 
 #endif

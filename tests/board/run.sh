@@ -46,7 +46,7 @@ BOARD_PROGRAMS_DEFAULT="test_hostcheck test_k3_probe test_store test_crash test_
 ALL_PROGRAMS=$(ls tests/test_*.c | sed 's#^tests/##; s#\.c$##' | tr '\n' ' ')
 PROGRAMS=${BOARD_PROGRAMS:-$BOARD_PROGRAMS_DEFAULT}
 [ "$PROGRAMS" = all ] && PROGRAMS=$ALL_PROGRAMS
-[ "${BOARD_SMOKE:-0}" = 1 ] && PROGRAMS=   # the smoke subset runs no test program (the main boot says so)
+[ "${BOARD_SMOKE:-0}" = 1 ] && PROGRAMS=   # the smoke subset runs no test program (the guest prints a skip line for each check it leaves out)
 for t in $PROGRAMS board/test_board_seccomp; do
   [ -x "build/riscv64/tests/$t" ] && cp "build/riscv64/tests/$t" "$SH/src/build/riscv64/tests/$t"
 done
