@@ -713,6 +713,14 @@ static int check_includes(const char *dir, int layer, int is_lower)
             const char *p = line;
             while (*p == ' ' || *p == '\t')
                 p++;
+            /* core branches on no target's name: a target is reached through
+             * platform_ops only (comments may name them) */
+            if (!is_lower && *p != '*' && strncmp(p, "/*", 2) != 0 && strncmp(p, "//", 2) != 0 &&
+                (strstr(p, "\"k3\"") || strstr(p, "\"ascend\""))) {
+                print_message("FAIL: %s/%s:%d: a target's name in core code (use platform_ops)\n", dir,
+                              e->d_name, ln);
+                bad++;
+            }
             if (strncmp(p, "#include \"", 10) != 0)
                 continue;
             const char *inc = p + 10, *q = strchr(inc, '"');
