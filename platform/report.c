@@ -3,7 +3,47 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "platform/proc.h"
 #include "platform/report.h"
+
+void plat_run_classify(const struct proc_result *res, const struct plat_report *r, const char *refused,
+                       const char *prog, enum plat_fail *reason, int *sig, char *detail, size_t dl)
+{
+    *reason = PLAT_FAIL_NONE;
+    *sig = 0;
+    detail[0] = '\0';
+    if (res->flooded) {
+        *reason = PLAT_FAIL_OUTPUT_FLOOD;
+        snprintf(detail, dl, "printed over %llu bytes; killed", (unsigned long long)res->output_bytes);
+    } else if (res->timed_out || res->cpu_limit) {
+        *reason = PLAT_FAIL_TIMEOUT;
+        snprintf(detail, dl, "%s after %.0f ms (kernel hang?); killed",
+                 res->cpu_limit ? "CPU limit reached" : "no result", res->wall_ms);
+    } else if (refused && refused[0]) {
+        *reason = PLAT_FAIL_HARNESS;
+        snprintf(detail, dl, "report refused: %s", refused);
+    } else if (r->fail != PLAT_FAIL_NONE) {
+        *reason = r->fail;
+        *sig = r->fail_sig;
+        snprintf(detail, dl, "%s", r->fail_detail);
+    } else if (res->signaled) {
+        *reason = PLAT_FAIL_CRASH;
+        *sig = res->signal;
+        snprintf(detail, dl, "%s killed by signal %d (%s)", prog, res->signal, strsignal(res->signal));
+    } else if (!r->done) {
+        *reason = PLAT_FAIL_HARNESS;
+        snprintf(detail, dl, "%s ended without a report (exit %d, %llu bytes of output)", prog,
+                 res->exit_code, (unsigned long long)res->output_bytes);
+    } else {
+        for (int i = 0; i < r->n_cases; i++)
+            if (!r->cases[i].pass) {
+                *reason = r->cases[i].reason;
+                snprintf(detail, dl, "case %s: %s at element %llu", r->cases[i].label,
+                         plat_fail_name(r->cases[i].reason), (unsigned long long)r->cases[i].first_bad);
+                break;
+            }
+    }
+}
 
 enum plat_fail plat_fail_parse(const char *s)
 {

@@ -50,4 +50,16 @@ enum plat_fail plat_fail_parse(const char *s);
 /* Parse a report into *h, which the caller zeroed (text is modified). */
 void plat_report_parse(char *text, struct plat_report *h);
 
+/* A judged run's fate, most specific first: kope's own kills (output cap,
+ * wall clock, CPU limit), a report kope refused (refused: why, "" or NULL
+ * = trusted), the judge's own verdict (a `fail` line), a signal, a run that
+ * ended without `done`, then the first failing case. Sets *reason
+ * (PLAT_FAIL_NONE when none of these), *sig and detail. prog names the
+ * program in a signal's detail ("harness", "host program"). What the run
+ * printed is never quoted: a candidate may have written it. One rule for
+ * every target (the K3 harness and the Ascend host program). */
+struct proc_result;
+void plat_run_classify(const struct proc_result *res, const struct plat_report *r, const char *refused,
+                       const char *prog, enum plat_fail *reason, int *sig, char *detail, size_t dl);
+
 #endif

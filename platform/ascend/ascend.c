@@ -535,40 +535,11 @@ static int host_run(struct platform *p, const struct plat_task *t, const struct 
     return 0;
 }
 
-/* The run's fate, most specific first: our kills, the host program's own
- * verdict (ACL errors included), signals, then the per-case results. */
+/* The run's fate: the rule every target shares (platform/report.h), with
+ * kope's own check of the report (report_check) as the refusal. */
 static void classify(const struct hrun *h, enum plat_fail *reason, int *sig, char *detail, size_t dl)
 {
-    *reason = PLAT_FAIL_NONE;
-    *sig = 0;
-    if (h->res.flooded) {
-        *reason = PLAT_FAIL_OUTPUT_FLOOD;
-        snprintf(detail, dl, "printed over %llu bytes; killed", (unsigned long long)h->res.output_bytes);
-    } else if (h->res.timed_out) {
-        *reason = PLAT_FAIL_TIMEOUT;
-        snprintf(detail, dl, "no result after %.0f ms (kernel hang?); killed", h->res.wall_ms);
-    } else if (h->refused[0]) {
-        *reason = PLAT_FAIL_HARNESS;
-        snprintf(detail, dl, "report refused: %s", h->refused);
-    } else if (h->r.fail != PLAT_FAIL_NONE) {
-        *reason = h->r.fail;
-        snprintf(detail, dl, "%s", h->r.fail_detail);
-    } else if (h->res.signaled) {
-        *reason = PLAT_FAIL_CRASH;
-        *sig = h->res.signal;
-        snprintf(detail, dl, "host program killed by signal %d (%s)", h->res.signal, strsignal(h->res.signal));
-    } else if (!h->r.done) {
-        *reason = PLAT_FAIL_HARNESS;
-        snprintf(detail, dl, "run ended without a report (exit %d): %.120s", h->res.exit_code, h->out);
-    } else {
-        for (int i = 0; i < h->r.n_cases; i++)
-            if (!h->r.cases[i].pass) {
-                *reason = h->r.cases[i].reason;
-                snprintf(detail, dl, "case %s: %s at element %llu", h->r.cases[i].label,
-                         plat_fail_name(h->r.cases[i].reason), (unsigned long long)h->r.cases[i].first_bad);
-                break;
-            }
-    }
+    plat_run_classify(&h->res, &h->r, h->refused, "host program", reason, sig, detail, dl);
 }
 
 static int asc_verify(struct platform *p, const struct plat_task *t, const struct plat_build *b,

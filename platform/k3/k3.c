@@ -1210,42 +1210,11 @@ static int harness_run(struct platform *p, const struct plat_task *t, const stru
     return 0;
 }
 
-/* The run's fate, most specific first: our kills, the harness's own verdict,
- * then signals, then the per-case results. */
+/* The run's fate: the rule every target shares (platform/report.h). */
 static void classify(const struct hrun *h, enum plat_fail *reason, int *sig, char *detail,
                      size_t dl)
 {
-    *reason = PLAT_FAIL_NONE;
-    *sig = 0;
-    if (h->res.flooded) {
-        *reason = PLAT_FAIL_OUTPUT_FLOOD;
-        snprintf(detail, dl, "printed over %llu bytes; killed", (unsigned long long)h->res.output_bytes);
-    } else if (h->res.timed_out || h->res.cpu_limit) {
-        *reason = PLAT_FAIL_TIMEOUT;
-        snprintf(detail, dl, "%s after %.0f ms", h->res.cpu_limit ? "CPU limit reached" : "no result",
-                 h->res.wall_ms);
-    } else if (h->r.fail != PLAT_FAIL_NONE) {
-        *reason = h->r.fail;
-        *sig = h->r.fail_sig;
-        snprintf(detail, dl, "%s", h->r.fail_detail);
-    } else if (h->res.signaled) {
-        *reason = PLAT_FAIL_CRASH;
-        *sig = h->res.signal;
-        snprintf(detail, dl, "killed by signal %d (%s)", h->res.signal, strsignal(h->res.signal));
-    } else if (!h->r.done) {
-        *reason = PLAT_FAIL_HARNESS;
-        /* what the run printed is the candidate's text: not repeated here */
-        snprintf(detail, dl, "run ended without a report (exit %d, %llu bytes of output)",
-                 h->res.exit_code, (unsigned long long)h->res.output_bytes);
-    } else {
-        for (int i = 0; i < h->r.n_cases; i++)
-            if (!h->r.cases[i].pass) {
-                *reason = h->r.cases[i].reason;
-                snprintf(detail, dl, "case %s: %s at element %llu", h->r.cases[i].label,
-                         plat_fail_name(h->r.cases[i].reason), (unsigned long long)h->r.cases[i].first_bad);
-                break;
-            }
-    }
+    plat_run_classify(&h->res, &h->r, NULL, "harness", reason, sig, detail, dl);
 }
 
 static int k3_verify(struct platform *p, const struct plat_task *t, const struct plat_build *b,
