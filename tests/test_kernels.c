@@ -135,6 +135,14 @@ static void test_export_builds_and_selftest_passes(void **state)
     const char *sym = cJSON_GetObjectItemCaseSensitive(k0, "symbol")->valuestring;
     assert_true(strcmp(sym, "kope_silu_silu_4864") == 0 || strcmp(sym, "kope_argmax_argmax_vocab_32000x8") == 0);
     assert_int_equal(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(k0, "emulated")), emulated);
+    /* the evidence says which emulation (or none): a script never takes a
+     * virtual machine's times or qemu's counts for a speed */
+    const char *ev = cJSON_GetObjectItemCaseSensitive(k0, "evidence")->valuestring;
+    if (emulated)
+        assert_true(strcmp(ev, "emulated-vcost") == 0 || strcmp(ev, "emulated-icount") == 0 ||
+                    strcmp(ev, "virtual-machine") == 0);
+    else
+        assert_string_equal(ev, "native-time");
     assert_non_null(cJSON_GetObjectItemCaseSensitive(k0, "decision"));
     assert_non_null(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(k0, "ratios"), "autovec-O3"));
     cJSON_Delete(j);

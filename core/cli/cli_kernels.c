@@ -234,7 +234,7 @@ static int kx_load(struct graph *g, const struct graph_tree *t, int best, const 
     }
     k->emulated = cJSON_IsTrue(jget(ob, "emulated"));
     if (k->emulated && !include_emulated) {
-        snprintf(why, why_cap, "its only evidence is emulated (qemu: instruction counts or the vector-cost model, outcome %.12s): "
+        snprintf(why, why_cap, "its only evidence is emulated (qemu's instruction counts or vector-cost model, or a virtual machine; outcome %.12s): "
                  "pass --include-emulated to export it (kernels.json marks it)", nd->out.id_hex);
         return 1;
     }
@@ -297,6 +297,20 @@ static void shape_text(const struct kx *k, char *buf, size_t cap)
     task_shape_print(&t, buf, cap);
 }
 
+/* What the evidence of a kernel is: a native time, or, emulated, the
+ * vector-cost model or instruction counts under qemu-user, or times taken
+ * natively inside a virtual machine (the target labels those "virtual
+ * machine: not a speed" in the method, platform/k3/k3.c). */
+static const char *kx_evidence(const struct kx *k)
+{
+    if (!k->emulated)
+        return "native-time";
+    const char *m = jstr(k->out_body, "method"), *metric = jstr(k->out_body, "metric");
+    if (m && strstr(m, "virtual machine"))
+        return "virtual-machine";
+    return metric && strcmp(metric, "vcost") == 0 ? "emulated-vcost" : "emulated-icount";
+}
+
 /* How the verdict was reached, one line. */
 static void method_text(const struct kx *k, char *buf, size_t cap)
 {
@@ -309,7 +323,10 @@ static void method_text(const struct kx *k, char *buf, size_t cap)
     else
         snprintf(extra, sizeof extra, ", repeats and spread not recorded by the kope that measured it");
     const char *metric = jstr(ob, "metric");
-    if (k->emulated && metric && strcmp(metric, "vcost") == 0)
+    if (strcmp(kx_evidence(k), "virtual-machine") == 0)
+        snprintf(buf, cap, "virtual machine (native code under full-system emulation): times are not "
+                 "speeds, no ratio claimed%s%s", m ? "; harness: " : "", m ? m : "");
+    else if (k->emulated && metric && strcmp(metric, "vcost") == 0)
         snprintf(buf, cap, "emulated (qemu): ratios by the vector-cost model (vcost %.0f; icount %.0f; "
                  "both repeat exactly), not times%s%s", jnum(ob, "vcost", 0), jnum(ob, "icount", 0),
                  m ? "; harness: " : "", m ? m : "");
@@ -380,7 +397,10 @@ static void provenance_write(FILE *f, const struct kx *k, const char *date)
     fprintf(f, "\n *   ratios    ");
     comment_str(f, ratios);
     fprintf(f, " (same run)\n");
-    if (k->emulated)
+    if (strcmp(kx_evidence(k), "virtual-machine") == 0)
+        fprintf(f, " *   EMULATED: measured natively inside a virtual machine; no speed was measured\n"
+                   " *             and no ratio is claimed.\n");
+    else if (k->emulated)
         fprintf(f, " *   EMULATED: these ratios come from qemu (instruction counts / vector-cost model);\n"
                    " *             no speed was measured.\n");
     fprintf(f, " *   written   by kope %s on %s\n */\n", KOPE_VERSION, date);
@@ -718,7 +738,11 @@ static void body_header(FILE *f, const struct wctx *w)
         comment_str(f, ks[i].task);
         fprintf(f, ": %s%s %s; ", ks[i].op_name, ks[i].ref ? " (a user's own op)" : "", shape);
         comment_str(f, ratios);
-        fprintf(f, "%s */\nkope_%s_fn %s;\n", ks[i].emulated ? " (emulated: instruction counts)" : "",
+        fprintf(f, "%s */\nkope_%s_fn %s;\n",
+                !ks[i].emulated                                          ? ""
+                : strcmp(kx_evidence(&ks[i]), "virtual-machine") == 0    ? " (emulated: a virtual machine)"
+                : strcmp(kx_evidence(&ks[i]), "emulated-vcost") == 0     ? " (emulated: vector-cost model)"
+                                                                         : " (emulated: instruction counts)",
                 plat_family_name(ks[i].fam), ks[i].symbol);
     }
     /* a user op's dispatcher: not in kope_ops.h, which is the catalogue */
@@ -885,7 +909,7 @@ static int write_manifest(const char *dir, const char *target, const struct kx *
         if (params)
             cJSON_AddStringToObject(o, "params", params);
         cJSON_AddBoolToObject(o, "emulated", k->emulated);
-        cJSON_AddStringToObject(o, "evidence", k->emulated ? "emulated-icount" : "native-time");
+        cJSON_AddStringToObject(o, "evidence", kx_evidence(k));
         cJSON_AddStringToObject(o, "method", method);
         const cJSON *keep[] = {jget(k->out_body, "ratios"), jget(k->out_body, "speedup"),
                                jget(k->out_body, "baseline"), jget(k->out_body, "icount"),

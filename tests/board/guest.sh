@@ -126,10 +126,22 @@ for t in $tasks; do
 done
 
 if [ "${SMOKE:-0}" = 1 ]; then
-  for c in run-sigmoid-router-256 run-mean-4096 run-gemm-lora-1x16x4096 sync footprint native-build-kope \
-    test-programs; do skip "$c" "$SMOKE_WHY"; done
+  for c in run-sigmoid-router-256 run-mean-4096 run-gemm-lora-1x16x4096 kernels-export-native sync footprint \
+    native-build-kope test-programs; do skip "$c" "$SMOKE_WHY"; done
   exit 0
 fi
+
+# ------------------------------------------- kernels out, built on the board
+# the run-* tasks' bests exported from the store they wrote: their evidence
+# is the VM's, so only with --include-emulated and marked virtual-machine;
+# the library built with the guest's gcc-14 (KCC=gcc) and with clang, its
+# self-test run natively against the references
+check kernels-export-native '"$KOPE" kernels export -o klib --include-emulated > out 2>&1; rc=$?; cat out
+  [ $rc = 0 ] && grep -Eq "\"evidence\":[[:space:]]*\"virtual-machine\"" klib/kernels.json &&
+  ! grep -Eq "\"evidence\":[[:space:]]*\"native-time\"" klib/kernels.json &&
+  grep -q "virtual machine" klib/kope_*_add_res_896.c &&
+  make -C klib KCC=gcc && make -C klib check KCC=gcc &&
+  make -C klib clean && make -C klib check KCC=clang'
 
 # ---------------------------------------------------------------- peer sync
 # host x86_64 kope <-> this riscv64 kope: the guest serves, the host dials
