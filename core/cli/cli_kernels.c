@@ -366,7 +366,7 @@ static void date_now(char *buf, size_t cap)
 
 static void provenance_write(FILE *f, const struct kx *k, const char *date)
 {
-    char shape[128], method[512], ratios[512];
+    char shape[128], method[1024], ratios[512];
     shape_text(k, shape, sizeof shape);
     method_text(k, method, sizeof method);
     ratios_text(k, ratios, sizeof ratios);
@@ -523,7 +523,7 @@ static int kernel_show(struct cli *c, int argc, char **argv)
             fprintf(stderr, "kope kernel show: warning: %s\n", why);
         else {
             date_now(date, sizeof date);
-            char method[512], ratios[512], shape[128];
+            char method[1024], ratios[512], shape[128];
             method_text(&k, method, sizeof method);
             ratios_text(&k, ratios, sizeof ratios);
             shape_text(&k, shape, sizeof shape);
@@ -875,7 +875,7 @@ static int write_manifest(const char *dir, const char *target, const struct kx *
     for (size_t i = 0; i < n; i++) {
         const struct kx *k = &ks[i];
         cJSON *o = cJSON_CreateObject();
-        char file[PLAT_NAME_MAX + 40], method[512];
+        char file[PLAT_NAME_MAX + 40], method[1024];
         if (!o)
             goto out;
         cJSON_AddItemToArray(arr, o);
