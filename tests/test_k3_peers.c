@@ -12,6 +12,11 @@
  * Removing the SLEEF link in k3.c (or the baselines in harness.c) fails the
  * first test; checked once by hand.
  *
+ * The OpenBLAS peer (embed/blas.c) likewise: every op BLAS computes exactly
+ * (gemm, gemm_nt, gemv, axpy, scale, add, l2norm per row) gets an "openblas"
+ * baseline, checked before it is timed; an op BLAS does not compute (relu)
+ * gets none.
+ *
  * Also the A/A noise floor's path through the harness (test_aa_...).
  *
  * Runs under qemu-riscv64 on x86_64 hosts, natively on a board.
@@ -26,6 +31,7 @@
 #include <cmocka.h>
 
 #include "platform/platform.h"
+#include "platform/k3/k3_templates.h"
 
 #include "k3_fixture.h"
 
@@ -117,6 +123,50 @@ static void test_sleef_peers_checked_and_vector(void **state)
     }
 }
 
+/* the op's built-in template at its default point: a passing candidate of any family */
+static char *template_source(enum plat_op op)
+{
+    const struct k3_template *tp = k3_template_for(op);
+    assert_non_null(tp);
+    int v[K3_PARAM_MAX];
+    plat_point_default(&tp->sp, v);
+    char *src = k3_point_source(tp, v, NULL);
+    assert_non_null(src);
+    return src;
+}
+
+static void test_openblas_peers_exact_ops(void **state)
+{
+    (void)state;
+    static const enum plat_op blas_ops[] = {PLAT_OP_GEMM, PLAT_OP_GEMM_NT, PLAT_OP_GEMV, PLAT_OP_AXPY,
+                                            PLAT_OP_SCALE, PLAT_OP_ADD, PLAT_OP_L2NORM, PLAT_OP_RELU};
+    for (size_t c = 0; c < sizeof blas_ops / sizeof blas_ops[0]; c++) {
+        enum plat_op op = blas_ops[c];
+        char *src = template_source(op);
+        struct plat_measure m;
+        measure(op, src, &m);
+        free(src);
+        int found = -1;
+        for (int i = 0; i < m.n_baselines; i++)
+            if (strcmp(m.base[i].name, "openblas") == 0)
+                found = i;
+        fprintf(stderr, "  %s: openblas baseline %s\n", plat_op_name(op), found >= 0 ? "present" : "absent");
+        if (op == PLAT_OP_RELU) { /* BLAS has no relu: no peer is made up */
+            assert_int_equal(found, -1);
+            continue;
+        }
+        if (strstr(m.method, "openblas=not used")) { /* a sysroot built for a wider VLEN: said so */
+            fprintf(stderr, "  (openblas not usable here: %s)\n", m.method);
+            continue;
+        }
+        assert_true(found >= 0);
+        assert_null(strstr(m.method, "checked openblas=wrong"));
+        assert_true(m.base[found].median_ns > 0);
+        if (m.emulated && m.has_icount)
+            assert_true(m.base[found].icount > 0);
+    }
+}
+
 /* The A/A path end to end (harness flag, "candidate-aa" time line, host
  * parse): forced under emulation with PLAT_SET_AA, where it is recorded
  * but marks nothing "no difference" (ratios are by count there, exact).
@@ -151,6 +201,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sleef_peers_checked_and_vector),
+        cmocka_unit_test(test_openblas_peers_exact_ops),
         cmocka_unit_test(test_aa_noise_floor_recorded),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
