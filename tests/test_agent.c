@@ -292,6 +292,12 @@ static void test_run_budget1(void **state)
         assert_null(strstr(out, "autovec-O3"));
     } else {
         assert_non_null(strstr(out, "autovec-O3"));
+        /* the best peer per task, and per family the geomean against it */
+        assert_non_null(strstr(out, "vs best peer"));
+        assert_non_null(strstr(out, "\ngeomean vs best peer"));
+        assert_non_null(strstr(out, "tasks >= 1)\n"));
+        if (test_emulated()) /* every emulated ratio carries its star */
+            assert_non_null(strstr(out, "geomean vs best peer (* emulated: by the vector-cost model)"));
     }
     int nd, ndup, nins, nruns;
     count_decisions(db, &nd, &ndup, &nins, &nruns);
