@@ -8,6 +8,33 @@
 #   bash cross/host-tools.sh board      # and the board VM's (make board-vm, test-board)
 set -euo pipefail
 
+# On the board itself (riscv64, aarch64: a native build, `make` on a K3) there
+# is no cross compiler and no emulator to install, and the board's distribution
+# (Bianbu, an Ubuntu derivative; the board VM's bare trixie) names its
+# compilers its own way: what counts is that the commands cross/deps.sh and
+# the Makefile run are there. cmake (SLEEF's build) is optional: without it
+# the sysroot has no SLEEF and deps.sh says so.
+if [ "$(uname -m)" != x86_64 ] && [ "${1:-}" != board ]; then
+  need="" pkgs=""
+  for cp in make:make cc:gcc ar:binutils tclsh:tcl dpkg-source:dpkg-dev xz:xz-utils bzip2:bzip2 \
+            patch:patch perl:perl; do
+    command -v "${cp%%:*}" >/dev/null || { need="$need ${cp%%:*}"; pkgs="$pkgs ${cp#*:}"; }
+  done
+  command -v clang-19 >/dev/null || command -v clang >/dev/null || { need="$need clang"; pkgs="$pkgs clang lld"; }
+  [ -z "$need" ] && exit 0
+  echo "kope: a native build on $(uname -m) needs these commands, missing here:$need" >&2
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "kope: installing:$pkgs"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    # shellcheck disable=SC2086
+    apt-get install -y -qq --no-install-recommends $pkgs >/dev/null
+    exit 0
+  fi
+  echo "kope: install them (Debian/Ubuntu/Bianbu: apt-get install$pkgs), then run make again" >&2
+  exit 1
+fi
+
 PKGS="make gcc libc6-dev file xz-utils bzip2 tcl dpkg-dev ca-certificates
       libcmocka-dev pkg-config
       clang-19 lld-19 llvm-19 libclang-rt-19-dev

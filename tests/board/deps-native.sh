@@ -3,8 +3,8 @@
 # board VM once (the board's clang, no qemu-user) and kope's native build on
 # the sysroot it made; prints the wall times. An emulated machine is far
 # slower than a K3: the figures are upper bounds for the board. Not part of
-# `make test-board` (it takes too long); README "Building kope on the board
-# itself" quotes its result.
+# `make test-board` (it takes too long: 1 h 52 min here, most of it curl and
+# OpenBLAS); README "Building kope on the board itself" quotes its result.
 #
 #   bash tests/board/deps-native.sh      (after make board-vm; needs build/deps/dl)
 set -u
