@@ -322,11 +322,11 @@ static void method_text(const struct kx *k, char *buf, size_t cap)
         snprintf(extra, sizeof extra, ", %.0f repeats, spread %.1f%%", reps, spread * 100);
     else
         snprintf(extra, sizeof extra, ", repeats and spread not recorded by the kope that measured it");
-    const char *metric = jstr(ob, "metric");
-    if (strcmp(kx_evidence(k), "virtual-machine") == 0)
+    const char *ev = kx_evidence(k);
+    if (strcmp(ev, "virtual-machine") == 0)
         snprintf(buf, cap, "virtual machine (native code under full-system emulation): times are not "
                  "speeds, no ratio claimed%s%s", m ? "; harness: " : "", m ? m : "");
-    else if (k->emulated && metric && strcmp(metric, "vcost") == 0)
+    else if (strcmp(ev, "emulated-vcost") == 0)
         snprintf(buf, cap, "emulated (qemu): ratios by the vector-cost model (vcost %.0f; icount %.0f; "
                  "both repeat exactly), not times%s%s", jnum(ob, "vcost", 0), jnum(ob, "icount", 0),
                  m ? "; harness: " : "", m ? m : "");
@@ -738,11 +738,12 @@ static void body_header(FILE *f, const struct wctx *w)
         comment_str(f, ks[i].task);
         fprintf(f, ": %s%s %s; ", ks[i].op_name, ks[i].ref ? " (a user's own op)" : "", shape);
         comment_str(f, ratios);
+        const char *ev = kx_evidence(&ks[i]);
         fprintf(f, "%s */\nkope_%s_fn %s;\n",
-                !ks[i].emulated                                          ? ""
-                : strcmp(kx_evidence(&ks[i]), "virtual-machine") == 0    ? " (emulated: a virtual machine)"
-                : strcmp(kx_evidence(&ks[i]), "emulated-vcost") == 0     ? " (emulated: vector-cost model)"
-                                                                         : " (emulated: instruction counts)",
+                strcmp(ev, "native-time") == 0       ? ""
+                : strcmp(ev, "virtual-machine") == 0 ? " (emulated: a virtual machine)"
+                : strcmp(ev, "emulated-vcost") == 0  ? " (emulated: vector-cost model)"
+                                                     : " (emulated: instruction counts)",
                 plat_family_name(ks[i].fam), ks[i].symbol);
     }
     /* a user op's dispatcher: not in kope_ops.h, which is the catalogue */
