@@ -73,12 +73,15 @@ endif
 LIBS      := -lcurl -lmbedtls -lmbedx509 -lmbedcrypto -lsqlite3 -lcjson -lopenblas -lpthread -lm
 
 # Sources: every .c of a module folder belongs to libkope, except main.
-MODULES   := core core/graph core/task core/context core/agent core/cli store net platform platform/k3 platform/ascend
+MODULES   := core core/graph core/task core/context core/agent core/cli store net platform platform/judge platform/k3 platform/ascend
 LIB_SRC   := $(filter-out core/cli/main.c,$(foreach m,$(MODULES),$(wildcard $(m)/*.c)))
 EMBED_SRC := $(shell find platform/k3/embed platform/ascend/embed core/knowledge suites -type f 2>/dev/null | LC_ALL=C sort)
 # --- platform/k3 (issue 3): candidates and the harness include the kernel ABI,
 # so the binary carries it too (written next to the harness at build time).
 EMBED_SRC += platform/kernel_abi.h
+# --- platform/judge: the rules, cases and references every target's judge
+# shares; the K3 harness and the Ascend host program are built from them.
+EMBED_SRC += platform/judge/hargs.h platform/judge/verdict.h platform/judge/ref.c
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/embed.o
 TEST_SRC  := $(wildcard tests/test_*.c)
 TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)

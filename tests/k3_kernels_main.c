@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "kernel_abi.h"
-#include "harness.h"
+#include "hargs.h"
 
 struct kk_entry {
     const char *label;

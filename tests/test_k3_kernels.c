@@ -175,7 +175,7 @@ static void test_every_instance_verifies_under_qemu(void **state)
     assert_int_equal(system(cmd), 0);
 
     /* the harness's references, as the binary carries them */
-    static const char *const emb[] = {"platform/k3/embed/ref.c", "platform/k3/embed/harness.h"};
+    static const char *const emb[] = {"platform/judge/ref.c", "platform/judge/hargs.h"};
     for (size_t i = 0; i < 2; i++) {
         const struct embed_file *f = embed_find(emb[i]);
         assert_non_null(f);
@@ -249,7 +249,7 @@ static void test_every_instance_verifies_under_qemu(void **state)
     fprintf(mk, "checker: main.o ref.o%s\n\t$(CC) -static $^ -lm -o $@\n", objs);
     fprintf(mk, "main.o: %s/tests/k3_kernels_main.c table.inc\n"
                 "\t$(CC) -O1 -I. $(KFLAGS) -DKK_TABLE='\"table.inc\"' -c $< -o $@\n", root);
-    fprintf(mk, "ref.o: ref.c harness.h\n\t$(CC) -O2 -I. $(KFLAGS) -c $< -o $@\n");
+    fprintf(mk, "ref.o: ref.c hargs.h\n\t$(CC) -O2 -I. $(KFLAGS) -c $< -o $@\n");
     assert_int_equal(fclose(tab), 0);
     assert_int_equal(fclose(mk), 0);
 

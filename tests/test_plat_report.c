@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "platform/proc.h"
-#include "platform/report.h"
+#include "platform/judge/report.h"
 
 static struct plat_report parsed(const char *text)
 {

@@ -24,7 +24,7 @@
  *           can do.
  *
  * rt/ (once per open platform): host.cpp, kope_ascend.h, CMakeLists.txt from
- * platform/ascend/embed/, and harness.h + ref.c from platform/k3/embed/.
+ * platform/ascend/embed/, and hargs.h, verdict.h + ref.c from platform/judge/.
  *
  * On a toolkit marked KOPE_FAKE_TOOLKIT (tests/fake-cann) every result is
  * labelled emulated and no speed ratio is claimed. Nothing here has run on
@@ -43,10 +43,10 @@
 
 #include "platform/ascend/ascend.h"
 #include "platform/embed.h"
-#include "platform/report.h"
+#include "platform/judge/report.h"
 /* the case list the host program runs (one copy, shared with it and the K3 harness) */
 #define KOPE_HARNESS_HOST_ONLY
-#include "platform/k3/embed/verdict.h"
+#include "platform/judge/verdict.h"
 
 #define ASC_COMPILE_TIMEOUT_MS 300000 /* bisheng is slow: minutes for big kernels */
 #define ASC_RUN_TIMEOUT_MS 120000     /* above the NPU's own AI Core timeout */
@@ -63,9 +63,9 @@ static const struct { const char *from, *to; } rt_files[] = {
     {"platform/ascend/embed/host.cpp", "host.cpp"},
     {"platform/ascend/embed/kope_ascend.h", "kope_ascend.h"},
     {"platform/ascend/embed/CMakeLists.txt", "CMakeLists.txt"},
-    {"platform/k3/embed/harness.h", "harness.h"},
-    {"platform/k3/embed/verdict.h", "verdict.h"},
-    {"platform/k3/embed/ref.c", "ref.c"},
+    {"platform/judge/hargs.h", "hargs.h"},
+    {"platform/judge/verdict.h", "verdict.h"},
+    {"platform/judge/ref.c", "ref.c"},
 };
 
 /* ------------------------------------------------------------- helpers --- */

@@ -18,7 +18,7 @@
  *   c<id>/       one candidate: cand.c, cand.o, harness program, reports
  * Per candidate only cand.c is compiled and the program linked.
  *
- * The harness protocol is in embed/harness.h. Every run goes through
+ * The harness protocol is in platform/judge/hargs.h. Every run goes through
  * proc_run (platform/proc.c) with limits; harness runs are isolated
  * (PROC_ISOLATE: namespaces, a minimal read-only filesystem where only c<id>/
  * is writable, seccomp on the runner). The report comes back on the child's
@@ -46,9 +46,9 @@
 #include "platform/k3/k3_icount.h"
 #include "platform/k3/k3_templates.h"
 #include "platform/noise.h"
-#include "platform/report.h"
+#include "platform/judge/report.h"
 #define KOPE_HARNESS_HOST_ONLY
-#include "platform/k3/embed/harness.h"
+#include "platform/judge/hargs.h"
 
 _Static_assert((int)H_OP_COUNT == (int)PLAT_OP_COUNT, "harness op list must match enum plat_op");
 _Static_assert((int)H_OP_USER == (int)PLAT_OP_USER, "the harness's user op must be PLAT_OP_USER");
@@ -81,8 +81,15 @@ _Static_assert((int)H_OP_GEMV == (int)PLAT_OP_GEMV && (int)H_OP_SOFTMAX == (int)
 #define K3_MAX_WORK_VERIFY_EMULATED 1.7e7
 #define K3_REPORT_MAX (256u << 10)
 
-static const char *const rt_files[] = {"harness.c", "harness.h", "verdict.h", "ref.c", "base.c", "blas.c",
-                                       "sleef.c", "user.c"};
+/* The harness sources rt/ gets: the K3 harness program and its baselines
+ * (platform/k3/embed/), and the judge's shared rules and references
+ * (platform/judge/, which the Ascend host program builds too). */
+static const struct { const char *from, *to; } rt_files[] = {
+    {"platform/k3/embed/harness.c", "harness.c"}, {"platform/judge/hargs.h", "hargs.h"},
+    {"platform/judge/verdict.h", "verdict.h"},    {"platform/judge/ref.c", "ref.c"},
+    {"platform/k3/embed/base.c", "base.c"},       {"platform/k3/embed/blas.c", "blas.c"},
+    {"platform/k3/embed/sleef.c", "sleef.c"},     {"platform/k3/embed/user.c", "user.c"},
+};
 
 /* ------------------------------------------------------------- helpers --- */
 
@@ -628,15 +635,14 @@ static int rt_includes_probe(struct platform *p)
 static int rt_build(struct platform *p)
 {
     struct k3 *k = p->priv;
-    char path[K3_PATH_MAX + 64], name[96];
+    char path[K3_PATH_MAX + 64];
     if (k->rt_built)
         return 0;
     for (size_t i = 0; i < sizeof rt_files / sizeof rt_files[0]; i++) {
-        snprintf(name, sizeof name, "platform/k3/embed/%s", rt_files[i]);
-        const struct embed_file *e = embed_find(name);
+        const struct embed_file *e = embed_find(rt_files[i].from);
         if (!e)
-            return plat_set_err(p, PLAT_ERR_HARNESS, "embedded file %s missing", name);
-        snprintf(path, sizeof path, "%s/%s", k->rt, rt_files[i]);
+            return plat_set_err(p, PLAT_ERR_HARNESS, "embedded file %s missing", rt_files[i].from);
+        snprintf(path, sizeof path, "%s/%s", k->rt, rt_files[i].to);
         if (proc_file_write(path, e->data, e->len))
             return plat_set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", path);
     }

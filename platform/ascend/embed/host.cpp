@@ -7,7 +7,7 @@
  *             rtol= atol= seed= report=PATH device= block_dim= [max_work=
  *             min_ms= max_rep= warmup= launches=]
  *
- * The report protocol is the K3 harness's (platform/k3/embed/harness.h):
+ * The report protocol is the judge's (platform/judge/report.h, hargs.h):
  *   case LABEL N ROWS COLS M K BATCH PASS REASON MAX_ABS MAX_REL NORM FIRST_BAD
  *   fail REASON SIGNAL DETAIL...
  *   time NAME MEDIAN_NS MIN_NS SPREAD REPEATS WARMUP
@@ -72,7 +72,7 @@
 #define KOPE_ASCEND_HOST 1
 #include "kope_ascend.h"
 extern "C" {
-#include "harness.h"
+#include "hargs.h"
 }
 #include "verdict.h" /* case list, special values, per-element verdict: shared with the K3 harness */
 

@@ -13,7 +13,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "harness.h"
+#include "hargs.h"
 
 #ifndef KOPE_BASE_OP
 #error "KOPE_BASE_OP must name the op (an enum h_op value)"

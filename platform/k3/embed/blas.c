@@ -18,7 +18,7 @@
  */
 #include <stddef.h>
 
-#include "harness.h"
+#include "hargs.h"
 
 #ifdef HAVE_OPENBLAS
 #include <cblas.h>

@@ -72,7 +72,7 @@
 #endif
 
 #include "kernel_abi.h"
-#include "harness.h"
+#include "hargs.h"
 #include "verdict.h" /* case list, special values, per-element verdict: shared with host.cpp */
 
 #if defined(__riscv_vector)

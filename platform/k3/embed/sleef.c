@@ -21,7 +21,7 @@
  */
 #include <stddef.h>
 
-#include "harness.h"
+#include "hargs.h"
 
 #if defined(HAVE_SLEEF) && defined(__riscv_vector)
 #include <riscv_vector.h>

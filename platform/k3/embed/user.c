@@ -22,7 +22,7 @@
 #include <stdlib.h>
 
 #include "kernel_abi.h"
-#include "harness.h"
+#include "hargs.h"
 
 #ifndef KOPE_USER_FAMILY
 #error "KOPE_USER_FAMILY must be the op family (0 elementwise .. 3 matmul)"

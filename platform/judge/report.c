@@ -1,10 +1,10 @@
-/* platform/report.c - parse a harness report. See report.h. */
+/* platform/judge/report.c - parse a harness report. See report.h. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "platform/proc.h"
-#include "platform/report.h"
+#include "platform/judge/report.h"
 
 void plat_run_classify(const struct proc_result *res, const struct plat_report *r, const char *refused,
                        const char *prog, enum plat_fail *reason, int *sig, char *detail, size_t dl)

@@ -1,5 +1,5 @@
 /*
- * verdict.h - the one copy of the verdict rules both judges apply: the K3
+ * platform/judge/verdict.h - the one copy of the verdict rules both judges apply: the K3
  * harness (harness.c, compiled for riscv64 as C11) and the Ascend host
  * program (platform/ascend/embed/host.cpp, compiled as C++17 by the CANN
  * project); kope's Ascend driver (platform/ascend/ascend.c) includes it too,
@@ -17,7 +17,7 @@
  *   h_argmax_ok       one argmax output (an equal maximum elsewhere is right)
  *   h_constant_wrong  a constant output where the reference varies
  *
- * Everything is static inline and depends only on the C library, harness.h
+ * Everything is static inline and depends only on the C library, hargs.h
  * and libm: the harness is built by the target compiler in a temp dir, the
  * host program by the toolkit's, and neither sees kope's headers.
  */
@@ -29,7 +29,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "harness.h"
+#include "hargs.h"
 
 /* --------------------------------------------------------------- cases --- */
 

@@ -1,8 +1,12 @@
 /*
- * harness.h - shared between the riscv64 measuring harness (harness.c, ref.c,
- * base.c, blas.c, sleef.c, all embedded in the kope binary and compiled on demand) and
- * the host side that drives it (platform/k3/k3.c includes this file for the
- * op order and the report protocol).
+ * platform/judge/hargs.h - what the judge, the references and the baselines
+ * share about one call: the op order, the harness flags, struct h_args (one
+ * call's operands) and the entry points of the references (ref.c) and the
+ * K3 baselines (platform/k3/embed/base.c, blas.c, sleef.c, user.c). Embedded
+ * in the kope binary: the K3 harness and the Ascend host program are built
+ * from it by the target's compiler; kope's drivers (platform/k3/k3.c,
+ * platform/ascend/ascend.c) include it for the op order and the report
+ * protocol.
  *
  * The op order equals enum plat_op in platform/platform.h; k3.c checks that
  * with a static assertion. Nothing here may include kope headers: the harness
@@ -20,8 +24,8 @@
  *   done                                  the run completed
  * REASON is a plat_fail name ("none", "wrong_result", ...).
  */
-#ifndef KOPE_HARNESS_H
-#define KOPE_HARNESS_H
+#ifndef KOPE_JUDGE_HARGS_H
+#define KOPE_JUDGE_HARGS_H
 
 enum h_op {
     H_OP_ADD = 0, H_OP_MUL, H_OP_AXPY, H_OP_SCALE, H_OP_CLAMP,

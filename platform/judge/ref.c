@@ -1,5 +1,5 @@
 /*
- * ref.c - double-precision references for every op (embedded; built for the
+ * platform/judge/ref.c - double-precision references for every op (embedded; built for the
  * target with -O2). Inputs are the f32 buffers the candidate sees, widened to
  * double, so the only error measured is the candidate's own.
  * The formulas are the ones documented in platform/kernel_abi.h. A user's
@@ -9,7 +9,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "harness.h"
+#include "hargs.h"
 
 static double gelu_tanh(double x)
 {

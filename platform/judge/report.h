@@ -1,5 +1,5 @@
 /*
- * platform/report.h - the report a target's harness program prints, line by
+ * platform/judge/report.h - the report a target's harness program prints, line by
  * line, and its parser: shared by every target whose harness speaks it (the
  * K3 harness, platform/k3/embed/harness.c, and the Ascend host program,
  * platform/ascend/embed/host.cpp).
@@ -16,8 +16,8 @@
  * Lines that do not parse are ignored: the caller judges a run by `done`.
  * Every array is capped; extra lines are dropped.
  */
-#ifndef KOPE_PLATFORM_REPORT_H
-#define KOPE_PLATFORM_REPORT_H
+#ifndef KOPE_JUDGE_REPORT_H
+#define KOPE_JUDGE_REPORT_H
 
 #include <stdint.h>
 
