@@ -374,6 +374,68 @@ static void test_cleaner_keeps_only_the_candidates_lines(void **state)
                         "compilation terminated.\n");
 }
 
+/* ------------------------------------------- nothing reaches the store --- */
+
+/* Does the file at path hold MARK anywhere (the SQLite file, its WAL)? */
+static int file_has_mark(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    static char buf[1 << 20];
+    size_t n, keep = 0, ml = strlen(MARK);
+    int hit = 0;
+    while (!hit && (n = fread(buf + keep, 1, sizeof buf - keep, f)) > 0) {
+        n += keep;
+        hit = memmem(buf, n, MARK, ml) != NULL;
+        keep = n < ml ? n : ml - 1;
+        memmove(buf, buf + n - keep, keep);
+    }
+    fclose(f);
+    return hit;
+}
+
+/* The tricks of the outside red team and their siblings, through `kope
+ * run` as a user runs it (every layer on): none leaves the marker in the
+ * store file or in the prompt `kope context` prints. */
+static void test_marker_never_stored_or_prompted(void **state)
+{
+    (void)state;
+    if (!getenv("KOPE_BIN"))
+        skip();
+    const char *db = tpath("mark.db"), *suite = tpath("mark.json");
+    test_store_init(db);
+    test_write_text(suite, "{\"suite\": \"mark\", \"tasks\": [{\"name\": \"mark-add\", \"op\": \"add\","
+                           " \"dtype\": \"f32\", \"shape\": {\"n\": 1000}}]}\n");
+    char forms[5][2048];
+    /* an include by macro, #embed behind a comment, a file probe, the
+     * linker's dependent library, and #import */
+    snprintf(forms[0], sizeof forms[0], "#define F \"%s\"\n#include F\n" HEAD KERNEL, marker_test);
+    snprintf(forms[1], sizeof forms[1], HEAD "const unsigned char e[] = {\n#/**/embed \"%s\"\n};\n"
+             "_Static_assert(sizeof e == 1, \"\");\n" KERNEL, marker_tmp);
+    snprintf(forms[2], sizeof forms[2], "#if __has_include(\"%s\")\n#include \"%s\"\n#endif\n" HEAD KERNEL,
+             marker_test, marker_test);
+    snprintf(forms[3], sizeof forms[3], "#pragma comment(lib, \"%s\")\n" HEAD KERNEL, marker_test);
+    snprintf(forms[4], sizeof forms[4], "#import \"%s\"\n" HEAD KERNEL, marker_test);
+    static char out[1 << 16];
+    for (int i = 0; i < 5; i++) {
+        const char *seed = tpath("seed-%d.c", i);
+        test_write_text(seed, forms[i]);
+        int rc = run_cmd(out, sizeof out, "%s --db %s run --suite %s --task mark-add --seed %s --budget 1 "
+                         "--offline", kope_bin(), db, suite, seed);
+        fprintf(stderr, "  seed %d: exit %d\n%.600s\n", i, rc, out);
+        assert_true(rc == 0 || rc == 1);
+        assert_null(strstr(out, MARK));
+    }
+    char wal[600];
+    snprintf(wal, sizeof wal, "%s-wal", db);
+    assert_false(file_has_mark(db));
+    assert_false(file_has_mark(wal));
+    assert_int_equal(run_cmd(out, sizeof out, "%s --db %s context mark-add --suite %s", kope_bin(), db, suite), 0);
+    assert_non_null(strstr(out, "mark-add"));
+    assert_null(strstr(out, MARK));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -383,6 +445,7 @@ int main(void)
         cmocka_unit_test(test_compiler_crash_leaves_nothing),
         cmocka_unit_test(test_pragma_comment_lib_opens_nothing),
         cmocka_unit_test(test_link_failure_in_kopes_words),
+        cmocka_unit_test(test_marker_never_stored_or_prompted),
     };
     return cmocka_run_group_tests_name("k3_compile", tests, group_setup, teardown_all);
 }
