@@ -277,7 +277,8 @@ struct plat_desc {
     int emulated;             /* 1 when candidates run under an emulator */
     char cc[256];             /* compiler command actually used */
     char runner[256];         /* runner prefix, "" when native */
-    char note[PLAT_DETAIL_MAX]; /* e.g. "emulated: correctness and icount only" */
+    char note[2 * PLAT_DETAIL_MAX]; /* e.g. "emulated: correctness and icount only";
+                                       the isolation of runs and of compiles */
 };
 
 /* compile(): one candidate built into something verify/measure can run.

@@ -175,11 +175,15 @@ static int graft(const char *src, int rw)
 
 /* In PID 1 of the new namespaces: the minimal root (bubblewrap's way: a
  * tmpfs becomes the root, the old root stays reachable under OLDROOT only
- * until the binds are made, then is detached). 0 or -1 (errno set). */
-static int fs_minimal(const struct proc_spec *r)
+ * until the binds are made, then is detached). 0, or -1 with errno set and
+ * *failed naming the path that could not be bound. With PROC_VIEW the root
+ * holds r->view instead of the system directories. */
+static int fs_minimal(const struct proc_spec *r, const char **failed)
 {
     static const char *const base[] = {"/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin",
-                                       "/etc/ld.so.cache", "/dev/null"};
+                                       "/etc/ld.so.cache", "/dev/null", NULL};
+    static const char *const view_base[] = {"/dev/null", NULL};
+    *failed = "/";
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
         return -1;
     if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755") != 0)
@@ -187,14 +191,18 @@ static int fs_minimal(const struct proc_spec *r)
     if (mkdir("/tmp" OLDROOT, 0700) != 0 || syscall(SYS_pivot_root, "/tmp", "/tmp" OLDROOT) != 0 ||
         chdir("/") != 0)
         return -1;
-    for (size_t i = 0; i < sizeof base / sizeof base[0]; i++)
-        if (graft(base[i], 0))
-            return -1;
+    const char *const *lists[2] = {(r->flags & PROC_VIEW) ? view_base : base,
+                                   (r->flags & PROC_VIEW) ? r->view : NULL};
+    for (int l = 0; l < 2; l++)
+        for (int i = 0; lists[l] && lists[l][i] && i < PROC_VIEW_MAX; i++)
+            if (graft((*failed = lists[l][i]), 0))
+                return -1;
     for (int i = 0; i < PROC_RO_PATHS_MAX && r->ro_paths[i]; i++)
-        if (graft(r->ro_paths[i], 0))
+        if (graft((*failed = r->ro_paths[i]), 0))
             return -1;
-    if (r->rw_dir && graft(r->rw_dir, 1))
+    if (r->rw_dir && graft((*failed = r->rw_dir), 1))
         return -1;
+    *failed = OLDROOT;
     if (umount2(OLDROOT, MNT_DETACH) != 0)
         return -1;
     rmdir(OLDROOT);
@@ -208,7 +216,7 @@ static int fs_minimal(const struct proc_spec *r)
  * a guest under qemu-user that asks the host to exec anything else gets
  * EPERM). Returns 0, or -1 when the kernel (or an emulator running kope
  * itself) refuses filters. */
-static int seccomp_runner(const char *exe)
+static int seccomp_runner(const char *exe, int any_exec)
 {
 #if defined(__linux__) && defined(SECCOMP_MODE_FILTER) && \
     (defined(__x86_64__) || defined(__aarch64__) || (defined(__riscv) && __riscv_xlen == 64))
@@ -232,8 +240,10 @@ static int seccomp_runner(const char *exe)
         BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
 #endif
-        /* execve: only our own argv[0] pointer (low word, then high word) */
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_execve, 0, 5),
+        /* execve: only our own argv[0] pointer (low word, then high word);
+         * with any_exec (a compiler driver running cc1, as, ld from its
+         * view) every execve goes on to the list below, which allows it */
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_execve, any_exec ? 5 : 0, 5),
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)p, 0, 2),
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0]) + 4),
@@ -269,6 +279,7 @@ static int seccomp_runner(const char *exe)
     return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0 ? 0 : -1;
 #else
     (void)exe;
+    (void)any_exec;
     errno = ENOSYS;
     return -1;
 #endif
@@ -336,8 +347,9 @@ static void child_exec(const struct proc_spec *r, int out_fd, int note_fd)
     if (r->fsize_bytes)
         set_limit(RLIMIT_FSIZE, r->fsize_bytes);
     signal(SIGPIPE, SIG_DFL);
-    for (char *const *e = r->env_add; e && *e; e++)
-        putenv(*e);
+    if (!(r->flags & PROC_ISOLATE))
+        for (char *const *e = r->env_add; e && *e; e++)
+            putenv(*e);
     char exe[1024];
     if (resolve_exe(r->argv[0], exe, sizeof exe) != 0) {
         dprintf(1, "kope: cannot run %s: not found\n", r->argv[0]);
@@ -365,8 +377,15 @@ static void child_exec(const struct proc_spec *r, int out_fd, int note_fd)
             }
             prctl(PR_SET_PDEATHSIG, SIGKILL);
             note_add(&note, ok ? "namespaces(user,pid,net,mount,ipc)" : "namespaces(no uid map)");
-            if (fs_minimal(r) == 0) {
-                note_add(&note, "minimal-ro-root");
+            const char *failed = "";
+            if (fs_minimal(r, &failed) == 0) {
+                note_add(&note, (r->flags & PROC_VIEW) ? "toolchain-view" : "minimal-ro-root");
+            } else if (r->flags & PROC_VIEW) {
+                /* a compile never runs with the host visible when namespaces
+                 * exist: the caller refuses (proc.h) */
+                dprintf(1, "kope: cannot build the compile view (%.300s: %s)\n", failed,
+                        strerror(errno));
+                _exit(PROC_VIEW_FAILED);
             } else {
                 char e[96];
                 snprintf(e, sizeof e, "host-fs-visible(%s)", strerror(errno));
@@ -384,7 +403,20 @@ static void child_exec(const struct proc_spec *r, int out_fd, int note_fd)
     }
     if (r->mem_bytes)
         set_limit(RLIMIT_AS, r->mem_bytes);
-    char *const clean_env[] = {"PATH=/usr/bin:/bin", "LC_ALL=C", NULL};
+    /* isolated: PATH, LC_ALL=C, TMPDIR inside the one writable directory,
+     * and what the caller adds (env_add); nothing of kope's environment */
+    char tmpdir[1100];
+    char *clean_env[4 + PROC_ENV_ADD_MAX] = {"PATH=/usr/bin:/bin", "LC_ALL=C", NULL};
+    if ((r->flags & PROC_ISOLATE) && r->rw_dir) {
+        snprintf(tmpdir, sizeof tmpdir, "TMPDIR=%s", r->rw_dir);
+        clean_env[2] = tmpdir;
+    }
+    if (r->flags & PROC_ISOLATE) {
+        int ne = clean_env[2] ? 3 : 2;
+        for (char *const *e = r->env_add; e && *e && ne < 3 + PROC_ENV_ADD_MAX; e++)
+            clean_env[ne++] = *e;
+        clean_env[ne] = NULL;
+    }
     extern char **environ;
     char *const *envp = environ;
     if (r->flags & (PROC_ISOLATE | PROC_REPEATABLE))
@@ -393,7 +425,7 @@ static void child_exec(const struct proc_spec *r, int out_fd, int note_fd)
         personality(ADDR_NO_RANDOMIZE);
     if (r->flags & PROC_ISOLATE) {
         caps_drop();
-        note_add(&note, seccomp_runner(exe) == 0 ? "seccomp" : "NO-SECCOMP");
+        note_add(&note, seccomp_runner(exe, (r->flags & PROC_VIEW) != 0) == 0 ? "seccomp" : "NO-SECCOMP");
         if (note_fd >= 0) {
             ssize_t w = write(note_fd, note.text, strlen(note.text));
             (void)w;

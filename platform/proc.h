@@ -21,7 +21,8 @@
  *     ro_paths, /dev/null, a /proc of the new PID namespace, and rw_dir as
  *     the only writable directory (pivot_root: the rest of the host tree is
  *     not reachable);
- *   - a cleared environment (PATH and LC_ALL=C only);
+ *   - a cleared environment (PATH, LC_ALL=C, TMPDIR=rw_dir when set, and
+ *     the caller's env_add entries);
  *   - capabilities dropped from the bounding set (matters when namespaces
  *     are unavailable and kope runs as root);
  *   - a seccomp filter on the program (qemu-user or the native harness):
@@ -30,6 +31,16 @@
  *     process_vm_*, mount family, unshare/setns, bpf, kexec, modules, keys,
  *     userfaultfd, io_uring; those fail with EPERM (perf_event_open stays:
  *     the native harness counts the kernel process's cycles with it).
+ * With PROC_ISOLATE | PROC_VIEW (compiler and linker runs, which read
+ * hostile source): the same namespaces, cleared environment, dropped
+ * capabilities and seccomp deny-list, but the root holds only the paths in
+ * view (the toolchain the caller found: compiler, its programs, resource
+ * and include dirs, libraries, sysroots), ro_paths, /dev/null and rw_dir;
+ * no /usr, /etc, /home, /tmp or /proc beyond what view names. execve is
+ * allowed (a driver runs cc1, as, ld), but only what the view holds can be
+ * run. TMPDIR is rw_dir. If the view cannot be built while the namespaces
+ * exist, the child prints "kope: cannot build the compile view (PATH: why)"
+ * and exits PROC_VIEW_FAILED: never a compile with the host visible.
  * If the namespaces cannot be created (a container without user namespaces),
  * the run goes on without them and res->isolation says so; the seccomp
  * filter and the dropped capabilities still apply. Callers label their
@@ -46,6 +57,18 @@
                             LC_ALL=C) and address-space randomisation off, so a guest
                             under qemu-user sees the same stack (instruction counts) */
 
+#define PROC_VIEW 4       /* with PROC_ISOLATE: the root is view[] (+ ro_paths, rw_dir)
+                            instead of the system directories; execve allowed inside */
+
+#ifndef PROC_VIEW_MAX
+#define PROC_VIEW_MAX 64  /* paths in one view */
+#endif
+#ifndef PROC_ENV_ADD_MAX
+#define PROC_ENV_ADD_MAX 8 /* env_add entries an isolated run keeps */
+#endif
+/* exit status of an isolated PROC_VIEW child whose view could not be built */
+#define PROC_VIEW_FAILED 126
+
 #ifndef PROC_RO_PATHS_MAX
 #define PROC_RO_PATHS_MAX 8
 #endif
@@ -53,7 +76,8 @@
 struct proc_spec {
     char *const *argv;        /* argv[0] searched in PATH (absolute when isolated) */
     const char *cwd;          /* NULL = inherit */
-    char *const *env_add;     /* extra NAME=VALUE entries, NULL-terminated, or NULL */
+    char *const *env_add;     /* extra NAME=VALUE entries, NULL-terminated, or NULL
+                                 (isolated: the first PROC_ENV_ADD_MAX, on a cleared env) */
     int timeout_ms;           /* wall clock; the child's process group is killed */
     int cpu_s;                /* RLIMIT_CPU, 0 = none */
     uint64_t mem_bytes;       /* RLIMIT_AS, 0 = none */
@@ -65,6 +89,9 @@ struct proc_spec {
     unsigned flags;           /* PROC_ISOLATE, PROC_REPEATABLE */
     const char *rw_dir;       /* isolated: the one writable directory (absolute) */
     const char *ro_paths[PROC_RO_PATHS_MAX]; /* isolated: more read-only files/dirs, NULL-ended */
+    const char *const *view;  /* PROC_VIEW: the root's read-only paths, NULL-ended (at most
+                                 PROC_VIEW_MAX; canonical, or a symlink whose target is
+                                 listed too; missing paths are skipped) */
 };
 
 struct proc_result {

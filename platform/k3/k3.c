@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "platform/diag.h"
 #include "platform/embed.h"
 #include "platform/hostcheck.h"
 #include "platform/k3/k3.h"
@@ -132,22 +133,54 @@ static int cmd_found(const char *cmd)
 
 /* ----------------------------------------------------- running commands --- */
 
-/* Run a compiler command; diagnostics (capped) into diag. Returns 0 when the
- * compiler ran (res says how it ended), PLAT_ERR_* otherwise. */
+/* Run a compiler or linker command in the compile sandbox (platform/proc.h
+ * PROC_VIEW): the toolchain view found at open, kope's rt/ read-only (unless
+ * rw_dir is rt/ itself), the deps sysroot when with_deps (OpenBLAS, SLEEF:
+ * links and the harness objects that include their headers), and rw_dir as
+ * the only writable place, also TMPDIR and the working directory. Output
+ * (capped) into diag. Returns 0 when the compiler ran (res says how it
+ * ended), PLAT_ERR_NO_TOOLCHAIN when the sandbox could not be built,
+ * PLAT_ERR_* otherwise. PLAT_SET_UNSAFE_NO_ISOLATION runs it bare (the
+ * benchmark's baseline). */
 static int run_tool(struct platform *p, struct proc_cmd *c, char *diag, size_t diag_len,
-                    struct proc_result *res)
+                    struct proc_result *res, const char *rw_dir, int with_deps)
 {
     if (c->overflow)
         return plat_set_err(p, PLAT_ERR_INTERNAL, "command line too long");
-    const struct k3 *k = p->priv;
+    struct k3 *k = p->priv;
     int timeout = p->set.compile_timeout_ms > 0 ? p->set.compile_timeout_ms
                   : k->vm ? K3_COMPILE_TIMEOUT_MS_VM : K3_COMPILE_TIMEOUT_MS;
+    int bare = (p->set.flags & PLAT_SET_UNSAFE_NO_ISOLATION) != 0;
+    const char *extra[3] = {NULL, NULL, NULL}, *view[PROC_VIEW_MAX + 1];
+    int ne = 0;
+    if (strcmp(rw_dir, k->rt) != 0)
+        extra[ne++] = k->rt;
+    if (with_deps && k->blas_dir[0])
+        extra[ne++] = k->blas_dir;
+    if (toolview_list(k->view, extra, view, PROC_VIEW_MAX + 1) < 0)
+        return plat_set_err(p, PLAT_ERR_INTERNAL, "the compile view has too many paths");
     struct proc_spec r = {
-        .argv = c->argv, .cwd = NULL, .timeout_ms = timeout, .cpu_s = timeout / 1000 + 1,
+        .argv = c->argv, .cwd = rw_dir, .timeout_ms = timeout, .cpu_s = timeout / 1000 + 1,
         .mem_bytes = (uint64_t)4 << 30, .fsize_bytes = (uint64_t)256 << 20,
         .output_cap = (uint64_t)1 << 20, .out = diag, .out_len = diag_len,
+        .flags = bare ? 0u : PROC_ISOLATE | PROC_VIEW, .rw_dir = rw_dir, .view = view,
     };
-    return proc_run(&r, res, p->err, sizeof p->err);
+    int rc = proc_run(&r, res, p->err, sizeof p->err);
+    if (rc)
+        return rc;
+    snprintf(k->compile_isolation, sizeof k->compile_isolation, "%s",
+             bare ? "none(unsafe-no-isolation)" : res->isolation);
+    static const char view_failed[] = "kope: cannot build the compile view";
+    if (!bare && res->exited && res->exit_code == PROC_VIEW_FAILED &&
+        strncmp(diag, view_failed, sizeof view_failed - 1) == 0) {
+        char why[400];
+        snprintf(why, sizeof why, "%.390s", diag);
+        why[strcspn(why, "\n")] = '\0';
+        return plat_set_err(p, PLAT_ERR_NO_TOOLCHAIN, "%s\nhint: the compiler runs in a sandbox that "
+                            "sees only the toolchain's own paths (docs/K3-HARNESS.md, \"The sandbox\"); "
+                            "check that they are readable", why);
+    }
+    return 0;
 }
 
 static int tool_ok(const struct proc_result *res)
@@ -175,28 +208,65 @@ static int toolchain_check(struct platform *p, struct k3 *k)
     struct proc_cmd c;
     struct proc_result res;
     int rc = 0;
+    /* The compile sandbox's view of the toolchain: asked of the compiler
+     * once, here, with kope's own probes (platform/toolview.h). */
+    char verr[400] = "";
+    toolview_init(k->view);
+    rc = toolview_add_cc(k->view, k->cc, k->cflags, verr, sizeof verr);
+    if (rc)
+        return plat_set_err(p, rc, "cannot find what compiler '%.200s' needs for its sandbox: %.300s",
+                            k->cc, verr);
     /* Cross clang links with lld when it can: bookworm's riscv64 GNU ld has
-     * crashed on static links here. Try lld first, then the default linker. */
-    snprintf(k->ldflags, sizeof k->ldflags, "%s", !k->native && k->is_clang ? "-fuse-ld=lld" : "");
-    for (int attempt = 0; attempt < 2; attempt++) {
+     * crashed on static links here. Try lld first, then the default linker.
+     * Each with --no-dependent-libraries first (lld's: a candidate's
+     * `#pragma comment(lib, PATH)` must not make the linker open PATH); a
+     * linker that does not know it (GNU ld, which reads no dependent
+     * libraries at all) links without. */
+    static const char *const tries[][2] = {
+        {"-fuse-ld=lld", "-Wl,--no-dependent-libraries"}, {"-fuse-ld=lld", ""},
+        {"", "-Wl,--no-dependent-libraries"}, {"", ""}};
+    int first = !k->native && k->is_clang ? 0 : 2;
+    for (int attempt = first; attempt < 4; attempt++) {
+        snprintf(k->ldflags, sizeof k->ldflags, "%s", tries[attempt][0]);
         proc_cmd_init(&c);
         proc_cmd_split(&c, k->cc);
         proc_cmd_split(&c, k->cflags);
         proc_cmd_split(&c, k->ldflags);
+        proc_cmd_split(&c, tries[attempt][1]);
         proc_cmd_arg(&c, "%s", src);
         proc_cmd_arg(&c, "-o");
         proc_cmd_arg(&c, "%s", exe);
         proc_cmd_arg(&c, "-static");
-        rc = run_tool(p, &c, diag, sizeof diag, &res);
+        rc = run_tool(p, &c, diag, sizeof diag, &res, dir, 0);
         if (rc)
             return rc;
-        if (tool_ok(&res) || !k->ldflags[0])
+        k->ld_no_deplibs = tries[attempt][1][0] != '\0';
+        if (tool_ok(&res))
             break;
-        k->ldflags[0] = '\0';
     }
     if (!tool_ok(&res)) {
         char msg[400];
         snprintf(msg, sizeof msg, "%.390s", diag);
+        /* the same compile outside the sandbox: if that works, the view
+         * misses a path the compiler needs, and kope says so instead of
+         * compiling candidates where they could read the host */
+        int outside = 0;
+        if (!res.timed_out && !(p->set.flags & PLAT_SET_UNSAFE_NO_ISOLATION)) {
+            p->set.flags |= PLAT_SET_UNSAFE_NO_ISOLATION;
+            char d2[256];
+            struct proc_result r2;
+            outside = run_tool(p, &c, d2, sizeof d2, &r2, dir, 0) == 0 && tool_ok(&r2);
+            p->set.flags &= ~(unsigned)PLAT_SET_UNSAFE_NO_ISOLATION;
+        }
+        if (outside) {
+            char vp[300];
+            toolview_print(k->view, vp, sizeof vp);
+            return plat_set_err(p, PLAT_ERR_NO_TOOLCHAIN,
+                                "compiler '%.200s' builds RVV intrinsics, but not in its sandbox (%.100s): "
+                                "%.200s\nhint: the sandbox sees only %.300s; a compiler that needs more "
+                                "(a wrapper script calling other programs) cannot be sandboxed",
+                                k->cc, k->compile_isolation, msg, vp);
+        }
         return plat_set_err(p, PLAT_ERR_NO_TOOLCHAIN,
                        "compiler '%.200s' cannot build RVV intrinsics (riscv_vector.h): %.200s", k->cc,
                        res.timed_out ? "timed out (raise platform.k3.compile_timeout_ms)" : msg);
@@ -378,6 +448,9 @@ static int k3_open(struct platform *p)
     if (!k)
         return plat_set_err(p, PLAT_ERR_NOMEM, "out of memory");
     p->priv = k;
+    if (!(k->view = malloc(sizeof *k->view)))
+        return plat_set_err(p, PLAT_ERR_NOMEM, "out of memory");
+    toolview_init(k->view);
     struct utsname u;
     /* uname says riscv64 under qemu-user too (the riscv64 kope's own tests
      * run that way): only a real RISC-V kernel lists the harts' ISA in
@@ -460,6 +533,7 @@ static void k3_close(struct platform *p)
         proc_rm_tree(k->work);
     free(k->inc_direct);
     free(k->inc_closure);
+    free(k->view);
     free(k);
     p->priv = NULL;
 }
@@ -487,8 +561,10 @@ static int k3_describe(struct platform *p, struct plat_desc *out)
              k->sleef ? "; SLEEF peer for vector math" : "; no SLEEF baseline found",
              k->plugin[0] ? "; icount plugin loaded" : "");
     size_t nl = strlen(out->note);
-    snprintf(out->note + nl, sizeof out->note - nl, "; isolation=%s%s", k->isolation,
-             strstr(k->isolation, "NO-") ? " (DEGRADED: see docs/K3-HARNESS.md)" : "");
+    snprintf(out->note + nl, sizeof out->note - nl, "; isolation=%s%s; compile-isolation=%s%s",
+             k->isolation, strstr(k->isolation, "NO-") ? " (DEGRADED: see docs/K3-HARNESS.md)" : "",
+             k->compile_isolation,
+             strstr(k->compile_isolation, "NO-") ? " (DEGRADED: the compiler can read host files)" : "");
     return 0;
 }
 
@@ -513,7 +589,7 @@ static int rt_compile(struct platform *p, const char *src, const char *obj, cons
     proc_cmd_arg(&c, "-o");
     proc_cmd_arg(&c, "%s/%s", k->rt, obj);
     struct proc_result res;
-    int rc = run_tool(p, &c, diag, sizeof diag, &res);
+    int rc = run_tool(p, &c, diag, sizeof diag, &res, k->rt, 1);
     if (rc)
         return rc;
     if (!tool_ok(&res)) {
@@ -619,7 +695,7 @@ static int rt_includes_probe(struct platform *p)
     proc_cmd_arg(&c, "%s", dfile);
     proc_cmd_arg(&c, "-I%s", k->rt);
     proc_cmd_arg(&c, "%s", src);
-    int rc = run_tool(p, &c, out, K3_INC_LIST_MAX, &res);
+    int rc = run_tool(p, &c, out, K3_INC_LIST_MAX, &res, k->rt, 0);
     if (!rc && (!tool_ok(&res) || res.truncated ||
                 k3_includes_collect(out, k->inc_direct, K3_INC_LIST_MAX, k->inc_closure,
                                     K3_INC_LIST_MAX) != 0 || !k->inc_direct[0]))
@@ -740,9 +816,15 @@ static int rt_user(struct platform *p, const struct plat_task *t, char tag[24],
         if (rc)
             return rc;
     }
-    snprintf(path, sizeof path, "%s/uref_%s_v.o", k->rt, tag);
+    /* the reference is a task file's text (hostile like a candidate): its
+     * compile writes only into a directory of its own */
+    char udir[K3_PATH_MAX];
+    snprintf(udir, sizeof udir, "%s/u%s", k->rt, tag);
+    snprintf(path, sizeof path, "%s/uref_v.o", udir);
     if (file_exists(path))
         return 0;
+    if (mkdir(udir, 0700) != 0 && errno != EEXIST)
+        return plat_set_err(p, PLAT_ERR_WORKDIR, "mkdir %.300s: %.100s", udir, strerror(errno));
     if (k3_screen_source(u->ref, u->ref_len, &out->screen_rule, out->detail, sizeof out->detail)) {
         char d[PLAT_DETAIL_MAX];
         snprintf(d, sizeof d, "%s", out->detail);
@@ -750,7 +832,7 @@ static int rt_user(struct platform *p, const struct plat_task *t, char tag[24],
         out->reason = PLAT_FAIL_SCREEN_REJECTED;
         return 1;
     }
-    snprintf(src, sizeof src, "%s/uref_%s.c", k->rt, tag);
+    snprintf(src, sizeof src, "%s/uref.c", udir);
     if (proc_file_write(src, u->ref, u->ref_len))
         return plat_set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", src);
     for (int v = 0; v < 2; v++) {
@@ -758,13 +840,14 @@ static int rt_user(struct platform *p, const struct plat_task *t, char tag[24],
         struct proc_result res;
         char raw[PLAT_DIAG_MAX], proto[K3_PATH_MAX + 64];
         snprintf(proto, sizeof proto, "%s/proto_%s.h", k->rt, plat_family_name(t->family));
-        snprintf(path, sizeof path, "%s/uref_%s_%c.o", k->rt, tag, v ? 'v' : 's');
+        snprintf(path, sizeof path, "%s/uref_%c.o", udir, v ? 'v' : 's');
         proc_cmd_init(&c);
         proc_cmd_split(&c, k->cc);
         proc_cmd_split(&c, k->native ? K3_NATIVE_MARCH : NULL);
         proc_cmd_split(&c, v ? "-O3" : k->is_clang ? "-O2 -fno-vectorize -fno-slp-vectorize"
                                                : "-O2 -fno-tree-vectorize");
         proc_cmd_split(&c, "-std=gnu11 -fno-common -Werror=implicit-function-declaration");
+        proc_cmd_split(&c, k->is_clang ? "-fno-crash-diagnostics" : NULL);
         proc_cmd_arg(&c, "-Dkope_kernel=%s", v ? "kope_user_autovec" : "kope_user_scalar");
         proc_cmd_arg(&c, "-I%s", k->rt);
         proc_cmd_arg(&c, "-include");
@@ -773,11 +856,13 @@ static int rt_user(struct platform *p, const struct plat_task *t, char tag[24],
         proc_cmd_arg(&c, "%s", src);
         proc_cmd_arg(&c, "-o");
         proc_cmd_arg(&c, "%s", path);
-        int rc = run_tool(p, &c, raw, sizeof raw, &res);
+        int rc = run_tool(p, &c, raw, sizeof raw, &res, udir, 0);
         if (rc)
             return rc;
         if (!tool_ok(&res)) {
-            k3_diag_clean(raw, src, out->diag, sizeof out->diag);
+            /* a killed or crashed compiler's words are not kept at all */
+            if (res.exited)
+                k3_diag_clean(raw, src, out->diag, sizeof out->diag);
             out->reason = PLAT_FAIL_COMPILE_ERROR;
             snprintf(out->detail, sizeof out->detail, "the task's reference does not build with "
                      "the %s signature", plat_family_name(t->family));
@@ -825,8 +910,10 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
     if (proc_file_write(file, src, len))
         return plat_set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", file);
 
-    /* compile the candidate alone; -H and -MD make the compiler list every
-     * file it reads, which k3_screen_includes judges */
+    /* compile the candidate alone, in the compile sandbox (run_tool: the
+     * toolchain's view, rt/ read-only, only c<id>/ writable); -H and -MD
+     * make the compiler list every file it reads, which k3_screen_includes
+     * judges */
     char deps[K3_PATH_MAX + 64], proto[K3_PATH_MAX + 64];
     snprintf(deps, sizeof deps, "%s/cand.d", dir);
     snprintf(proto, sizeof proto, "%s/proto_%s.h", k->rt, plat_family_name(t->family));
@@ -839,8 +926,10 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
      * overflows K3_INC_LIST_MAX, and a cut header list is refused as a
      * header, not reported as the compile error it is (the board's gcc-14). */
     proc_cmd_split(&c, "-std=gnu11 -fno-common -Werror=implicit-function-declaration");
-    if (!k->is_clang)
-        proc_cmd_split(&c, "-fmax-errors=20");
+    /* clang writes a crash reproducer (the preprocessed source, a script
+     * with host paths) unless told not to; gcc writes none unless asked
+     * (-freport-bug) */
+    proc_cmd_split(&c, k->is_clang ? "-fno-crash-diagnostics" : "-fmax-errors=20");
     if (screen)
         proc_cmd_split(&c, "-H -MD");
     if (screen) {
@@ -857,20 +946,47 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
     char *raw = malloc(K3_INC_LIST_MAX);
     if (!raw)
         return plat_set_err(p, PLAT_ERR_NOMEM, "out of memory");
-    rc = run_tool(p, &c, raw, K3_INC_LIST_MAX, &res);
+    rc = run_tool(p, &c, raw, K3_INC_LIST_MAX, &res, dir, 0);
     if (rc) {
         free(raw);
         return rc;
     }
+    /* A compiler that did not finish on its own (killed at the timeout or
+     * the output cap, by a signal, or crashed inside: clang reports a crash
+     * of its frontend and exits 1) left no complete dependency list and
+     * said things about no file in particular: none of it is kept. */
+    int crashed = res.exited && (strstr(raw, "frontend command failed") ||
+                                 strstr(raw, "internal compiler error") ||
+                                 strstr(raw, "PLEASE submit a bug report"));
+    if (!res.exited || res.timed_out || res.flooded || crashed) {
+        free(raw);
+        out->reason = PLAT_FAIL_COMPILE_ERROR;
+        snprintf(out->detail, sizeof out->detail, "%s",
+                 res.timed_out ? "compiler timed out"
+                 : res.flooded ? "compiler output over the cap"
+                 : crashed ? "compiler crashed (nothing it said is kept)"
+                 : res.cpu_limit ? "compiler over its CPU time limit" : "compiler killed by a signal");
+        goto out;
+    }
     if (screen) {
         char own[3 * K3_PATH_MAX + 256], *dtext = NULL;
         snprintf(own, sizeof own, "%s\n%s\n%s/kernel_abi.h\n", file, proto, k->rt);
+        /* fail closed: a list that is missing, unreadable, over the cap or
+         * cut short reaches k3_screen_includes as NULL or refused there */
         FILE *df = fopen(deps, "rb");
         if (df) {
             dtext = malloc(K3_INC_LIST_MAX);
             size_t dn = dtext ? fread(dtext, 1, K3_INC_LIST_MAX - 1, df) : 0;
-            if (dtext)
+            if (dtext && (ferror(df) || dn == K3_INC_LIST_MAX - 1)) {
+                free(dtext);
+                dtext = NULL;
+            } else if (dtext) {
                 dtext[dn] = '\0';
+                if (strlen(dtext) != dn) { /* a NUL inside: not a list kope can read */
+                    free(dtext);
+                    dtext = NULL;
+                }
+            }
             fclose(df);
         }
         /* a truncated header list cannot be judged: refused as well */
@@ -894,8 +1010,7 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
     free(raw);
     if (!tool_ok(&res)) {
         out->reason = PLAT_FAIL_COMPILE_ERROR;
-        snprintf(out->detail, sizeof out->detail, "%s",
-                 res.timed_out ? "compiler timed out" : "compiler rejected the source");
+        snprintf(out->detail, sizeof out->detail, "compiler rejected the source");
         goto out;
     }
 
@@ -931,6 +1046,9 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
     proc_cmd_split(&c, k->native ? K3_NATIVE_MARCH : NULL);
     proc_cmd_split(&c, k->ldflags);
     proc_cmd_split(&c, "-static -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc");
+    /* lld: a `#pragma comment(lib, PATH)` in the candidate must not make
+     * the linker open PATH (GNU ld reads no dependent libraries at all) */
+    proc_cmd_split(&c, k->ld_no_deplibs ? "-Wl,--no-dependent-libraries" : NULL);
     proc_cmd_arg(&c, "%s/harness.o", k->rt);
     proc_cmd_arg(&c, "%s/ref.o", k->rt);
     /* OpenBLAS is linked only where it is a baseline (blas_peer_op):
@@ -941,8 +1059,8 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
     proc_cmd_arg(&c, "%s/%s", k->rt, sleef ? "sleef.o" : "sleef_none.o");
     if (t->op == PLAT_OP_USER) { /* the reference and both baselines are the user's file */
         proc_cmd_arg(&c, "%s/user_%d.o", k->rt, (int)t->family);
-        proc_cmd_arg(&c, "%s/uref_%s_s.o", k->rt, utag);
-        proc_cmd_arg(&c, "%s/uref_%s_v.o", k->rt, utag);
+        proc_cmd_arg(&c, "%s/u%s/uref_s.o", k->rt, utag);
+        proc_cmd_arg(&c, "%s/u%s/uref_v.o", k->rt, utag);
     } else {
         proc_cmd_arg(&c, "%s/base_scalar_%d.o", k->rt, (int)t->op);
         proc_cmd_arg(&c, "%s/base_autovec_%d.o", k->rt, (int)t->op);
@@ -959,15 +1077,20 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
     proc_cmd_arg(&c, "-lm");
     proc_cmd_arg(&c, "-o");
     proc_cmd_arg(&c, "%s", out->path);
-    char link_diag[1024];
-    rc = run_tool(p, &c, link_diag, sizeof link_diag, &res);
+    char link_diag[4096];
+    rc = run_tool(p, &c, link_diag, sizeof link_diag, &res, dir, blas || sleef);
     if (rc)
         return rc;
     if (!tool_ok(&res)) {
+        /* kope's words only: the linker's own text can quote any file it
+         * was made to open */
         out->reason = PLAT_FAIL_COMPILE_ERROR;
-        snprintf(out->detail, sizeof out->detail, "link failed");
+        if (res.timed_out)
+            snprintf(out->detail, sizeof out->detail, "link failed: linker timed out");
+        else
+            plat_diag_link(link_diag, out->detail, sizeof out->detail);
         size_t dl = strlen(out->diag);
-        snprintf(out->diag + dl, sizeof out->diag - dl, "%s", link_diag);
+        snprintf(out->diag + dl, sizeof out->diag - dl, "%s\n", out->detail);
         out->path[0] = '\0';
         goto out;
     }
@@ -1324,8 +1447,10 @@ static int k3_measure(struct platform *p, const struct plat_task *t, const struc
      * noise floor (natively), before the judge's lines, which are cut first */
     char noise[300];
     noise_phrase(h, out, noise, sizeof noise);
-    int mn = snprintf(out->method, sizeof out->method, "isolation=%.100s%s%s; ",
+    int mn = snprintf(out->method, sizeof out->method, "isolation=%.100s; compile=%.70s%s%s%s; ",
                       h->res.isolation[0] ? h->res.isolation : "none",
+                      k->compile_isolation[0] ? k->compile_isolation : "none",
+                      strstr(k->compile_isolation, "NO-") ? " DEGRADED" : "",
                       k->vm ? "; virtual machine: not a speed"
                       : k->emulated ? "; EMULATED: qemu wall time, not a speed" : "", noise);
     if (mn > 0 && (size_t)mn < sizeof out->method) { /* the judge's lines, cut to fit */

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "platform/platform.h"
+#include "platform/toolview.h"
 
 #ifndef K3_PATH_MAX
 #define K3_PATH_MAX 512
@@ -51,6 +52,9 @@ struct k3 {
     char *inc_direct;         /* resolved paths of the allowed headers ('\n'-separated) */
     char *inc_closure;        /* every file those headers read */
     char isolation[160];      /* what isolated the last harness run (proc_result.isolation) */
+    struct toolview *view;    /* what a sandboxed compile or link sees (found at open) */
+    char compile_isolation[160]; /* what isolated the last compiler run */
+    int ld_no_deplibs;        /* the linker takes --no-dependent-libraries (lld) */
 };
 
 /* ------------------------------------------------------------- runner --- */

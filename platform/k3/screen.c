@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "platform/diag.h"
 #include "platform/k3/k3.h"
 
 /* ----------------------------------------------------------- the lists --- */
@@ -650,8 +651,39 @@ int k3_screen_includes(const char *out, const char *deps, const char *allowed_di
             }
         }
     }
-    /* -MD: "target: dep dep \\\n dep ..." - every file read, #embed too */
+    /* -MD: "target: dep dep \\\n dep ..." - every file read, #embed too.
+     * Fail closed: a list that is missing, unreadable (deps NULL), cut
+     * short, unparsable or without the candidate's own file is no evidence
+     * that nothing else was read (a compiler that deleted its list, or was
+     * made to write none, must not pass as "read nothing"). */
+    size_t dlen = deps ? strlen(deps) : 0;
     const char *p = deps ? strchr(deps, ':') : NULL;
+    const char *why = !deps ? "missing or unreadable (a fatal error, such as an #include it "
+                              "cannot open, stops clang before it writes one)"
+                      : !p || p == deps ? "unparsable"
+                      : dlen < 2 || deps[dlen - 1] != '\n' || deps[dlen - 2] == '\\' ? "cut short"
+                                                                                  : NULL;
+    if (!why) {
+        /* own's first line is the candidate's file */
+        char first[1024];
+        size_t ol = own ? strcspn(own, "\n") : 0;
+        int found = 0;
+        if (ol && ol < sizeof first) {
+            memcpy(first, own, ol);
+            first[ol] = '\0';
+            for (const char *q = p; (q = strstr(q, first)) && !found; q++)
+                found = (q[-1] == ' ' || q[-1] == '\t') &&
+                        (q[ol] == ' ' || q[ol] == '\n' || q[ol] == '\\' || q[ol] == '\r');
+        }
+        if (!found)
+            why = "without the candidate's own file";
+    }
+    if (why) {
+        *rule = PLAT_SCREEN_HEADER;
+        snprintf(detail, dl, "the compiler's dependency list is %s: what it read cannot be "
+                 "checked, so the candidate is refused", why);
+        return 1;
+    }
     while (p && *p) {
         p++;
         while (*p == ' ' || *p == '\\' || *p == '\n' || *p == '\r' || *p == '\t')
@@ -681,64 +713,10 @@ int k3_screen_includes(const char *out, const char *deps, const char *allowed_di
 
 /* ------------------------------------------------- diagnostics kept --- */
 
-/* Keep only what the compiler said about the candidate's own file: a
- * diagnostic whose location is another file (a header's line quoted after a
- * macro expansion note, "In file included from", or any file a candidate
- * managed to include) is dropped with the source excerpt under it, the -H
- * header list is dropped, and the candidate's path is shortened to cand.c.
- * What remains is capped by the caller's buffer. */
+/* The one cleaner every target uses (platform/diag.c: an allow-list of
+ * lines attributed to the candidate's own file); the K3 candidate's file is
+ * cand.c, so its diagnostics read "cand.c:LINE:COL: ...". */
 size_t k3_diag_clean(const char *in, const char *cand_path, char *out, size_t out_len)
 {
-    size_t n = 0, cl = strlen(cand_path);
-    int keep = 1; /* lines under a kept diagnostic (excerpt, caret) */
-    if (out_len == 0)
-        return 0;
-    out[0] = '\0';
-    for (const char *l = in; *l;) {
-        const char *e = strchr(l, '\n');
-        size_t len = e ? (size_t)(e - l) : strlen(l);
-        const char *line = l;
-        l = e ? e + 1 : l + len;
-        size_t dots = 0;
-        while (dots < len && line[dots] == '.')
-            dots++;
-        if (dots > 0 && dots < len && line[dots] == ' ')
-            continue; /* -H */
-        if (strncmp(line, "In file included from", 21) == 0 || strncmp(line, "                 from", 21) == 0) {
-            keep = 0;
-            continue;
-        }
-        /* a location "X:LINE:COL:" or "X:LINE:" starts a new diagnostic */
-        const char *colon = memchr(line, ':', len);
-        int is_loc = 0;
-        if (colon && colon > line && colon + 1 < line + len && isdigit((unsigned char)colon[1]))
-            is_loc = 1;
-        const char *rest = line;
-        size_t rest_len = len;
-        if (is_loc) {
-            keep = (size_t)(colon - line) == cl && memcmp(line, cand_path, cl) == 0;
-            if (keep) {
-                rest = colon;
-                rest_len = len - (size_t)(colon - line);
-                if (n + 6 < out_len) {
-                    memcpy(out + n, "cand.c", 6);
-                    n += 6;
-                }
-            }
-        } else if ((len >= 11 && memcmp(line + len - 11, " generated.", 11) == 0) ||
-                   (len >= 23 && memcmp(line + len - 23, "compilation terminated.", 23) == 0)) {
-            keep = 1; /* "N errors generated." (clang), gcc's last line */
-        }
-        if (!keep)
-            continue;
-        size_t take = rest_len < out_len - 1 - n ? rest_len : out_len - 1 - n;
-        memcpy(out + n, rest, take);
-        n += take;
-        if (n + 1 < out_len)
-            out[n++] = '\n';
-        out[n] = '\0';
-        if (n + 1 >= out_len)
-            break;
-    }
-    return n;
+    return plat_diag_clean(in, cand_path, out, out_len);
 }
