@@ -86,7 +86,7 @@ static const struct kt_op kt_ops[] = {KOPE_OPS(KT_OP_ROW)};
 
 static uint64_t g_rng = 0x9e3779b97f4a7c15u;
 static int g_verbose;
-static long g_cases, g_failed, g_printed;
+static long g_cases, g_failed, g_printed, g_base; /* g_base: g_cases when this kernel began */
 static size_t g_vl = 8; /* f32 lanes of one vector register: vlenb / 4 */
 
 static uint64_t rnd64(void)
@@ -459,7 +459,7 @@ static int run_case(const char *who, const struct kt_op *op, kt_any fn, const st
         g_failed++;
         if (g_printed++ < KT_MAX_PRINT)
             printf("FAIL %s %s [%s, call %ld, %s, alpha %g lo %g hi %g eps %g] %s: %s\n", who, op->name, label,
-                   g_cases, fill_names[fill], (double)sc.alpha, (double)sc.lo, (double)sc.hi, (double)sc.eps,
+                   g_cases - g_base, fill_names[fill], (double)sc.alpha, (double)sc.lo, (double)sc.hi, (double)sc.eps,
                    shape, why);
     } else if (g_verbose) {
         printf("ok   %s %s [%s, %s] %s (max |diff| %.3g)\n", who, op->name, label, fill_names[fill], shape, worst);
@@ -546,6 +546,7 @@ static void check_kernel(const struct kt_kernel *kk, double max_work)
     }
     long calls0 = g_cases, failed0 = g_failed;
     g_printed = 0;
+    g_base = g_cases;
     struct kt_shape s = task_call_shape(op->kind, kk->shape);
     char label[96] = "task", full[96];
     shape_text(op->kind, &s, full, sizeof full);
@@ -593,6 +594,7 @@ int main(int argc, char **argv)
         struct kt_shape aw[KT_MAX_SHAPES];
         size_t na = awkward(kt_ops[i].kind, aw);
         g_printed = 0;
+        g_base = g_cases;
         for (size_t j = 0; j < na; j++)
             run_case("scalar", &kt_ops[i], kt_ops[i].scalar, &aw[j], "fallback", 1e-4, 1e-4, (int)(j % 4));
     }
