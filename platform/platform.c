@@ -484,6 +484,17 @@ int platform_compile(struct platform *p, const struct plat_task *t,
     return p->ops->compile(p, t, src, len, out);
 }
 
+int platform_object_export(struct platform *p, const struct plat_build *b, const char *symbol,
+                           const char *path, int *refused, char *why, size_t why_len)
+{
+    *refused = 1;
+    if (why_len)
+        why[0] = '\0';
+    if (!p->ops->object_export)
+        return plat_set_err(p, PLAT_ERR_UNSUPPORTED, "target %s cannot ship its objects", p->ops->name);
+    return p->ops->object_export(p, b, symbol, path, refused, why, why_len);
+}
+
 int platform_verify(struct platform *p, const struct plat_task *t,
                     const struct plat_build *b, struct plat_verify *out)
 {

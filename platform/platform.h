@@ -292,6 +292,13 @@ struct plat_build {
     int diag_truncated;       /* 1 if diag was cut at PLAT_DIAG_MAX */
     double compile_ms;        /* wall time of screen + compile + link */
     char path[512];           /* the built program (target-private meaning) */
+    /* The candidate's own object as judged: what passed the object check and
+     * was linked unchanged into the program verify and measure run. "" =
+     * none (the build failed, or the target has no such object). core
+     * records its SHA-256 in the outcome ("object_sha256") and an export
+     * rebuilds the kernel and ships that object only when the hash is the
+     * same (platform_ops.object_export). */
+    char object[640];
     uint64_t id;              /* per-platform build counter */
 };
 
@@ -555,6 +562,20 @@ struct platform_ops {
      * beyond close(). */
     void (*build_free)(struct platform *p, struct plat_build *b);
 
+    /* Ship the judged object of build b (b->object) as a library member:
+     * written to path with its one global definition (kope_kernel) renamed
+     * to symbol (a C identifier), for `kope kernels export`. The target runs
+     * its object check on b->object again and checks that only that name
+     * changed: every section's bytes but the symbol and string tables' are
+     * identical to the judged object's, and nothing runs before main or at
+     * exit (no constructor or destructor). Optional: NULL means this target
+     * cannot ship its objects (platform_object_export returns
+     * PLAT_ERR_UNSUPPORTED; the export refuses its kernels). Returns 0 when
+     * answered: *refused 0 (path written) or 1 (why says why, path not
+     * written); PLAT_ERR_* when the platform failed (no objcopy, I/O). */
+    int (*object_export)(struct platform *p, const struct plat_build *b, const char *symbol,
+                         const char *path, int *refused, char *why, size_t why_len);
+
     /* A built-in kernel, correct for every task of t's op (not tuned), for
      * targets whose kernels core's tuner cannot write (its templates are K3
      * RVV C): a proposer's first trial and an LLM's starting point. Optional:
@@ -635,6 +656,10 @@ int platform_measure(struct platform *p, const struct plat_task *t,
                      const struct plat_build *b, struct plat_measure *out);
 int platform_probe(struct platform *p, struct plat_probe *out);
 void platform_build_free(struct platform *p, struct plat_build *b);
+/* Ship build b's judged object renamed to symbol at path (see
+ * platform_ops.object_export); PLAT_ERR_UNSUPPORTED when the target cannot. */
+int platform_object_export(struct platform *p, const struct plat_build *b, const char *symbol,
+                           const char *path, int *refused, char *why, size_t why_len);
 /* The target's built-in starter kernel for t (see platform_ops.starter);
  * PLAT_ERR_UNSUPPORTED when the target has none. */
 int platform_starter(struct platform *p, const struct plat_task *t, char **src, size_t *len,

@@ -17,7 +17,9 @@
  * exported library's self-test checks the op's kernels against the op's
  * reference.
  */
+#include <errno.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 
 #include <cJSON.h>
 #include <sqlite3.h> /* only to alter a record behind kope's back */
@@ -26,6 +28,7 @@
 #include "core/task/task.h"
 #include "core/agent/trial.h"
 #include "core/util.h"
+#include "platform/k3/k3.h"
 #include "store/store.h"
 #include "testutil.h"
 
@@ -70,6 +73,31 @@ static char *slurp(const char *path)
     size_t len = 0;
     assert_int_equal(util_read_file(path, 1 << 22, &txt, &len, err, sizeof err), 0);
     return txt;
+}
+
+static int on_riscv64(void)
+{
+    struct utsname u;
+    return uname(&u) == 0 && strcmp(u.machine, "riscv64") == 0;
+}
+
+/* A riscv64 object of src at obj, compiled by hand with the library's
+ * kernel_abi.h (from dir): the bad kernels below go in place of a shipped
+ * object, as a user's edited library (or a broken board) would have them. */
+static void hand_obj(const char *dir, const char *src, const char *obj)
+{
+    test_write_text("hand.c", src);
+    int rc = sh("%s -march=rv64gcv_zba_zbb_zbs -mabi=lp64d -O2 -I%s -c hand.c -o %s",
+                on_riscv64() ? "cc" : "clang-19 --target=riscv64-linux-gnu", dir, obj);
+    if (rc)
+        fprintf(stderr, "hand_obj: %s\n", out);
+    assert_int_equal(rc, 0);
+}
+
+/* The objcopy that reads riscv64 objects here (llvm's, else the native one). */
+static const char *objcopy(void)
+{
+    return sh("command -v llvm-objcopy-19") == 0 ? "llvm-objcopy-19" : "objcopy";
 }
 
 static void test_show_best_kernel(void **state)
@@ -147,11 +175,14 @@ static void test_export_builds_and_selftest_passes(void **state)
     assert_non_null(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(k0, "ratios"), "autovec-O3"));
     cJSON_Delete(j);
 
-    char *c = slurp("lib/kope_silu_silu_4864.c");
+    /* the source beside the shipped object is for reading: nothing renames
+     * it or compiles it (a macro the judge never set cannot change it) */
+    char *c = slurp("lib/kernels/kope_silu_silu_4864.c");
     assert_non_null(strstr(c, "kope kernel: task silu-4864"));
-    assert_non_null(strstr(c, "#define kope_kernel kope_silu_silu_4864"));
-    assert_non_null(strstr(c, "kope_activation_fn kope_kernel;"));
+    assert_non_null(strstr(c, "The library does not compile this file"));
+    assert_null(strstr(c, "#define kope_kernel"));
     free(c);
+    assert_int_equal(access("lib/kernels/kope_silu_silu_4864.o", F_OK), 0);
     char *h = slurp("lib/kope_kernels.h");
     assert_non_null(strstr(h, "kope_activation_fn kope_silu_silu_4864;"));
     free(h);
@@ -172,15 +203,13 @@ static void test_export_builds_and_selftest_passes(void **state)
     assert_non_null(strstr(out, " 0 failed"));
 
     /* the self-test can fail: a kernel wrong past 8 elements, same symbol */
-    FILE *f = fopen("lib/kope_silu_silu_4864.c", "w");
-    assert_non_null(f);
-    fputs("#define kope_kernel kope_silu_silu_4864\n#include \"kernel_abi.h\"\n#include <math.h>\n"
-          "void kope_kernel(size_t rows, size_t cols, const float *x, float *out, const float *g,\n"
-          "                 const float *b, const struct kope_scalars *s) {\n"
-          "  (void)g; (void)b; (void)s;\n"
-          "  for (size_t i = 0; i < rows * cols && i < 8; i++) out[i] = x[i] / (1.0f + expf(-x[i]));\n"
-          "  for (size_t i = 8; i < rows * cols; i++) out[i] = 0; }\n", f);
-    fclose(f);
+    hand_obj("lib", "#include \"kernel_abi.h\"\n#include <math.h>\n"
+                    "void kope_silu_silu_4864(size_t rows, size_t cols, const float *x, float *out, const float *g,\n"
+                    "                 const float *b, const struct kope_scalars *s) {\n"
+                    "  (void)g; (void)b; (void)s;\n"
+                    "  for (size_t i = 0; i < rows * cols && i < 8; i++) out[i] = x[i] / (1.0f + expf(-x[i]));\n"
+                    "  for (size_t i = 8; i < rows * cols; i++) out[i] = 0; }\n",
+             "lib/kernels/kope_silu_silu_4864.o");
     assert_int_not_equal(sh("make -s -C lib check"), 0);
     assert_non_null(strstr(out, "FAIL kope_silu_silu_4864"));
     assert_null(strstr(out, "FAIL kope_argmax"));
@@ -258,7 +287,7 @@ static void test_foreign_target_not_exported(void **state)
     assert_int_equal(sh("%s --db foreign.db kernels export -o libf --include-emulated --task silu-4864", k), 0);
     assert_non_null(strstr(out, "task silu-4864: 1 higher-ranked outcome(s) not used"));
     assert_non_null(strstr(out, "is for target 'ascend', not 'k3'"));
-    char *c = slurp("libf/kope_silu_silu_4864.c");
+    char *c = slurp("libf/kernels/kope_silu_silu_4864.c");
     assert_null(strstr(c, "an Ascend C kernel"));
     assert_null(strstr(c, dec_hex));
     assert_non_null(strstr(c, "#define OP OP_SILU"));
@@ -447,7 +476,8 @@ static void test_user_op_suite_budget_one(void **state)
     assert_int_equal(sh("%s --db u.db kernels export -o lib --include-emulated", k), 0);
     assert_non_null(strstr(out, "exported 2 kernel(s)"));
     assert_int_equal(sh("grep -c 'kope_uref_kope_swiglu_swiglu_4096' lib/kope_selftest_table.h"), 0);
-    assert_int_equal(sh("grep -l 'x\\[i\\] / (1.0f + expf(-x\\[i\\])) \\* y\\[i\\]' lib/ref_kope_swiglu_swiglu_4096.c"), 0);
+    assert_int_equal(sh("grep -l 'x\\[i\\] / (1.0f + expf(-x\\[i\\])) \\* y\\[i\\]' lib/kernels/ref_kope_swiglu_swiglu_4096.c"), 0);
+    assert_int_equal(access("lib/kernels/kope_uref_kope_swiglu_swiglu_4096.o", F_OK), 0);
     assert_int_equal(sh("grep -c 'void kope_logsoftmax(size_t rows' lib/kope_kernels.h"), 0);
     assert_int_equal(sh("grep -cE '\"user_op\":[[:space:]]*true' lib/kernels.json"), 0);
     assert_int_equal(atoi(out), 2);
@@ -459,9 +489,11 @@ static void test_user_op_suite_budget_one(void **state)
     assert_non_null(strstr(out, "ok   kope_logsoftmax_logsoftmax_8x1000"));
     assert_non_null(strstr(out, " 0 failed"));
     /* and fails on a kernel that computes silu(x) * y a little off */
-    assert_int_equal(sh("sed -i 's/out\\[i\\] = x\\[i\\] \\/ (1.0f + expf(-x\\[i\\])) \\* y\\[i\\];/"
-                        "out[i] = x[i] \\/ (1.0f + expf(-x[i])) * y[i] * 1.001f;/' "
-                        "lib/kope_swiglu_swiglu_4096.c && grep -c '1.001f' lib/kope_swiglu_swiglu_4096.c"), 0);
+    hand_obj("lib", "#include \"kernel_abi.h\"\n#include <math.h>\n"
+                    "void kope_swiglu_swiglu_4096(size_t n, const float *x, const float *y, float *out,\n"
+                    "                 const struct kope_scalars *s) { (void)s;\n"
+                    "  for (size_t i = 0; i < n; i++) out[i] = x[i] / (1.0f + expf(-x[i])) * y[i] * 1.001f; }\n",
+             "lib/kernels/kope_swiglu_swiglu_4096.o");
     assert_int_not_equal(sh("make -s -C lib check"), 0);
     assert_non_null(strstr(out, "FAIL kope_swiglu_swiglu_4096"));
     assert_null(strstr(out, "FAIL kope_logsoftmax"));
@@ -601,6 +633,301 @@ static void test_reduced_shape_not_exported(void **state)
     assert_non_null(strstr(out, "verified only at a reduced shape"));
 }
 
+
+/* ------------------------------------------- the export ships the judged */
+
+/* A silu seed that is right as kope judges it and wrong under any macro a
+ * rebuild of its source could add (the old export's `#define kope_kernel`,
+ * its -std=c11's __STRICT_ANSI__): the library ships the judged object, so
+ * its self-test sees the judged behaviour, and the object's hash is the
+ * one the outcome records. */
+static void test_export_ships_judged_object(void **state)
+{
+    (void)state;
+    if (!have_kope())
+        skip();
+    const char *k = kope_bin();
+    test_write_text("two_faced.c",
+                    "#include <stddef.h>\n#include <math.h>\n#include \"kernel_abi.h\"\n"
+                    "void kope_kernel(size_t rows, size_t cols, const float *x, float *out, const float *g,\n"
+                    "                 const float *b, const struct kope_scalars *s) {\n"
+                    "  (void)g; (void)b; (void)s;\n"
+                    "#if defined(kope_kernel) || defined(__STRICT_ANSI__)\n"
+                    "  for (size_t i = 0; i < rows * cols; i++) out[i] = i >= 8 ? 0.0f : x[i] / (1.0f + expf(-x[i]));\n"
+                    "#else\n"
+                    "  for (size_t i = 0; i < rows * cols; i++) out[i] = x[i] / (1.0f + expf(-x[i]));\n"
+                    "#endif\n}\n");
+    test_store_init("two.db");
+    assert_int_equal(sh("%s --db two.db run --task silu-4864 --seed two_faced.c --offline --budget 1", k), 0);
+    assert_non_null(strstr(out, "trial 1/1 two_faced.c: pass"));
+    assert_int_equal(sh("%s --db two.db graph export", k), 0);
+    const char *h = strstr(out, "\"object_sha256\":\"");
+    assert_non_null(h);
+    char want[65];
+    memcpy(want, h + 17, 64);
+    want[64] = '\0';
+    assert_int_equal(sh("%s --db two.db kernels export -o two --include-emulated", k), 0);
+    assert_non_null(strstr(out, "exported 1 kernel(s)"));
+    char *m = slurp("two/kernels.json");
+    assert_non_null(strstr(m, want));
+    assert_non_null(strstr(m, "\"object\":\t\"kernels/kope_silu_silu_4864.o\""));
+    free(m);
+    int mk = sh("make -s -C two && make -s -C two check");
+    if (mk)
+        fprintf(stderr, "make -C two check:\n%s\n", out);
+    assert_int_equal(mk, 0);
+    assert_non_null(strstr(out, "ok   kope_silu_silu_4864"));
+    assert_non_null(strstr(out, " 0 failed"));
+    /* the library holds the object and its symbol, no kope_kernel */
+    assert_int_equal(sh("%s --dump-section .text=two.text two/kernels/kope_silu_silu_4864.o /dev/null && "
+                        "nm two/libkope_kernels.a 2>/dev/null | grep -c ' T kope_kernel$' || true", objcopy()), 0);
+    assert_int_equal(atoi(out), 0);
+}
+
+/* A pass recorded (and signed) with an object hash this machine's rebuild
+ * does not give, and one recorded with none (an older kope's): each the
+ * task's best, each refused with its reason and what to do. */
+static void add_outcome(const char *db, const char *task_name, const char *src, const char *obj_sha256,
+                        double speedup)
+{
+    struct store *st;
+    struct graph g;
+    char err[256], ref[GRAPH_BLOB_REF], key[256];
+    uint8_t task[32], dec[32];
+    snprintf(key, sizeof key, "%s.key", db);
+    assert_int_equal(store_open(db, &st, err, sizeof err), 0);
+    graph_init(&g, st);
+    assert_int_equal(graph_identity_load(&g, key), 0);
+    assert_int_equal(graph_task_find(&g, task_name, task), 0);
+    cJSON *dbody = cJSON_CreateObject(), *ob = cJSON_CreateObject();
+    assert_int_equal(graph_begin(&g), 0);
+    assert_int_equal(graph_blob_put(&g, src, strlen(src), ref), 0);
+    cJSON_AddStringToObject(dbody, "source", ref);
+    cJSON_AddStringToObject(dbody, "proposer", "llm");
+    assert_int_equal(graph_decision_add(&g, task, NULL, "k3", dbody, dec), 0);
+    cJSON_AddStringToObject(ob, "status", "pass");
+    cJSON_AddBoolToObject(ob, "emulated", 1);
+    cJSON_AddNumberToObject(ob, "speedup", speedup);
+    cJSON_AddStringToObject(ob, "baseline", "autovec-O3");
+    cJSON_AddNumberToObject(ob, "vcost", 1000);
+    cJSON_AddNumberToObject(ob, "icount", 1000);
+    cJSON_AddStringToObject(ob, "metric", "vcost");
+    if (obj_sha256)
+        cJSON_AddStringToObject(ob, "object_sha256", obj_sha256);
+    assert_int_equal(graph_outcome_add(&g, task, dec, "k3", ob, NULL), 0);
+    assert_int_equal(graph_commit(&g), 0);
+    cJSON_Delete(dbody);
+    cJSON_Delete(ob);
+    graph_free(&g);
+    store_close(st);
+}
+
+static void test_export_refuses_other_object(void **state)
+{
+    (void)state;
+    if (!have_kope())
+        skip();
+    const char *k = kope_bin();
+    test_store_init("hash.db");
+    assert_int_equal(sh("%s --db hash.db run --task silu-4864 --offline --budget 1", k), 0);
+    add_outcome("hash.db", "silu-4864", seed_silu,
+                "00000000000000000000000000000000000000000000000000000000000000ff", 1000);
+    assert_int_equal(sh("%s --db hash.db kernels export -o hash --include-emulated --task silu-4864", k), 1);
+    assert_non_null(strstr(out, "not exported: task silu-4864: judged object differs from this machine's "
+                                "rebuild (sha256 000000000000 vs "));
+    assert_non_null(strstr(out, "re-measure here with `kope run --task silu-4864 --remeasure`"));
+    assert_int_not_equal(access("hash/kernels/kope_silu_silu_4864.o", F_OK), 0);
+    /* no hash at all: measured by a kope that did not record one */
+    add_outcome("hash.db", "silu-4864", seed_silu, NULL, 2000);
+    assert_int_equal(sh("%s --db hash.db kernels export -o hash --include-emulated --task silu-4864", k), 1);
+    assert_non_null(strstr(out, "records no hash of the object kope judged"));
+    assert_non_null(strstr(out, "kope run --task silu-4864 --remeasure"));
+}
+
+/* The export's own object step (platform_object_export), fed directly: a
+ * judged object renamed keeps its code and read-only data byte for byte;
+ * an object with a constructor (built with the screens off, as a store
+ * edited to point at another source would bring one) is refused by the
+ * object check on the export path; and the renamed-object comparison
+ * refuses a constructor section and any changed code on its own. */
+static const char kern_rodata[] =
+    "#include <stddef.h>\n#include \"kernel_abi.h\"\n"
+    "static const float tab[8] = {0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f, 6.5f, 7.5f};\n"
+    "void kope_kernel(size_t n, const float *x, const float *y, float *out,\n"
+    "                 const struct kope_scalars *s) { (void)s;\n"
+    "  for (size_t i = 0; i < n; i++) out[i] = x[i] * tab[i & 7] + y[i]; }\n";
+
+static void test_export_object_step(void **state)
+{
+    (void)state;
+    struct platform *P;
+    struct plat_settings set;
+    char perr[512], work[600];
+    plat_settings_init(&set);
+    snprintf(work, sizeof work, "%s/kexport", getenv("KOPE_TEST_TMP") ? getenv("KOPE_TEST_TMP") : "/tmp");
+    assert_int_equal(mkdir(work, 0700) == 0 || errno == EEXIST, 1);
+    set.work_dir = work;
+    if (platform_open("k3", &set, &P, perr, sizeof perr))
+        fprintf(stderr, "platform_open: %s\n", perr);
+    struct plat_task t;
+    memset(&t, 0, sizeof t);
+    snprintf(t.name, sizeof t.name, "t-add");
+    t.op = PLAT_OP_ADD;
+    t.family = PLAT_FAM_ELEMENTWISE;
+    t.n = 4096;
+    plat_op_default_tol(t.op, &t.rtol, &t.atol);
+    struct plat_build b;
+    int refused = -1;
+    char why[400];
+    assert_int_equal(platform_compile(P, &t, kern_rodata, strlen(kern_rodata), &b), 0);
+    assert_true(b.ok);
+    assert_true(b.object[0] != '\0');
+    assert_int_equal(platform_object_export(P, &b, "kope_add_t", "shipped.o", &refused, why, sizeof why), 0);
+    if (refused)
+        fprintf(stderr, "refused: %s\n", why);
+    assert_int_equal(refused, 0);
+    /* code and read-only data: the same bytes before and after the rename */
+    assert_int_equal(sh("cp %s judged.o && %s --version >/dev/null", b.object, objcopy()), 0);
+    int n_sec = 0;
+    static const char *const secs[] = {".text", ".rodata", ".srodata", ".rodata.cst32", ".rodata.cst16"};
+    for (size_t i = 0; i < sizeof secs / sizeof secs[0]; i++) {
+        if (sh("%s --dump-section %s=j.bin judged.o /dev/null 2>/dev/null", objcopy(), secs[i]) != 0)
+            continue;
+        assert_int_equal(sh("%s --dump-section %s=s.bin shipped.o /dev/null && cmp j.bin s.bin", objcopy(), secs[i]), 0);
+        n_sec++;
+    }
+    assert_true(n_sec >= 2); /* .text and the table's read-only section */
+    assert_int_equal(sh("%s --dump-section .text=s.bin shipped.o /dev/null && test -s s.bin", objcopy()), 0);
+    char cmp_why[256];
+    assert_int_equal(k3_object_compare("judged.o", "shipped.o", "kope_kernel", "kope_add_t", NULL, cmp_why,
+                                       sizeof cmp_why), 0);
+    /* a different object under the export's name: not the judged one */
+    const char *other = "#include <stddef.h>\n#include \"kernel_abi.h\"\n"
+                        "static const float tab[8] = {0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f, 6.5f, 7.25f};\n"
+                        "void kope_kernel(size_t n, const float *x, const float *y, float *out,\n"
+                        "                 const struct kope_scalars *s) { (void)s;\n"
+                        "  for (size_t i = 0; i < n; i++) out[i] = x[i] * tab[i & 7] + y[i]; }\n";
+    struct plat_build b2;
+    assert_int_equal(platform_compile(P, &t, other, strlen(other), &b2), 0);
+    assert_true(b2.ok);
+    assert_int_equal(sh("%s --redefine-sym kope_kernel=kope_add_t %s other.o", objcopy(), b2.object), 0);
+    assert_int_equal(k3_object_compare("judged.o", "other.o", "kope_kernel", "kope_add_t", NULL, cmp_why,
+                                       sizeof cmp_why), 1);
+    assert_non_null(strstr(cmp_why, "is not byte-identical to the judged object's"));
+    platform_build_free(P, &b2);
+    platform_build_free(P, &b);
+
+    /* a constructor, with the screens off so that the build itself lets it by */
+    const char *ctor = "#include <stddef.h>\n#include \"kernel_abi.h\"\n"
+                       "__attribute__((constructor)) static void early(void) { __builtin_trap(); }\n"
+                       "void kope_kernel(size_t n, const float *x, const float *y, float *out,\n"
+                       "                 const struct kope_scalars *s) { (void)s;\n"
+                       "  for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i]; }\n";
+    P->set.flags |= PLAT_SET_UNSAFE_NO_SCREEN;
+    assert_int_equal(platform_compile(P, &t, ctor, strlen(ctor), &b), 0);
+    P->set.flags &= ~(unsigned)PLAT_SET_UNSAFE_NO_SCREEN;
+    assert_true(b.ok);
+    refused = -1;
+    assert_int_equal(platform_object_export(P, &b, "kope_add_t", "ctor_shipped.o", &refused, why, sizeof why), 0);
+    assert_int_equal(refused, 1);
+    assert_non_null(strstr(why, "the object check refuses it"));
+    assert_int_not_equal(access("ctor_shipped.o", F_OK), 0);
+    /* the comparison refuses it on its own, renamed or not */
+    assert_int_equal(sh("%s --redefine-sym kope_kernel=kope_add_t %s ctor_renamed.o", objcopy(), b.object), 0);
+    assert_int_equal(k3_object_compare(b.object, "ctor_renamed.o", "kope_kernel", "kope_add_t", NULL, cmp_why,
+                                       sizeof cmp_why), 1);
+    assert_non_null(strstr(cmp_why, "runs code outside a call"));
+    platform_build_free(P, &b);
+    platform_close(P);
+}
+
+/* ------------------------------------------------ the library's self-test */
+
+static const char bad_regs[] =
+    "#include <math.h>\n#include \"kernel_abi.h\"\n"
+    "void kope_silu_silu_4864(size_t rows, size_t cols, const float *x, float *out, const float *g,\n"
+    "                         const float *b, const struct kope_scalars *s) {\n"
+    "  (void)g; (void)b; (void)s;\n"
+    "  for (size_t i = 0; i < rows * cols; i++) out[i] = x[i] / (1.0f + expf(-x[i]));\n"
+    "  __asm__ volatile(\"li s11, 0x1234\\n fmv.d.x fs5, zero\"); /* neither saved nor restored */\n}\n";
+
+static const char bad_after_1000[] =
+    "#include <math.h>\n#include \"kernel_abi.h\"\n"
+    "static unsigned long calls;\n"
+    "void kope_silu_silu_4864(size_t rows, size_t cols, const float *x, float *out, const float *g,\n"
+    "                         const float *b, const struct kope_scalars *s) {\n"
+    "  (void)g; (void)b; (void)s;\n"
+    "  float bias = ++calls > 1000 ? 0.5f : 0.0f;\n"
+    "  for (size_t i = 0; i < rows * cols; i++) out[i] = x[i] / (1.0f + expf(-x[i])) + bias;\n}\n";
+
+static const char bad_eps[] =
+    "#include <math.h>\n#include \"kernel_abi.h\"\n"
+    "void kope_rmsnorm_rmsnorm_qknorm_32x128(size_t rows, size_t cols, const float *x, float *out,\n"
+    "    const float *g, const float *b, const struct kope_scalars *s) {\n"
+    "  (void)b; (void)s;\n"
+    "  for (size_t r = 0; r < rows; r++) {\n"
+    "    float ms = 0;\n"
+    "    for (size_t i = 0; i < cols; i++) ms += x[r * cols + i] * x[r * cols + i];\n"
+    "    float inv = 1.0f / sqrtf(ms / (float)cols + 1e-5f); /* the judge's eps, not s->eps */\n"
+    "    for (size_t i = 0; i < cols; i++) out[r * cols + i] = x[r * cols + i] * inv * g[i];\n  }\n}\n";
+
+/* make check with one shipped object replaced by a hand-made one: fails,
+ * naming that kernel (and needle), the other kernel still ok */
+static void selftest_fails_with(const char *obj, const char *src, const char *bad, const char *good,
+                                const char *needle)
+{
+    assert_int_equal(sh("cp st/kernels/%s.o keep.o", obj), 0);
+    char path[256];
+    snprintf(path, sizeof path, "st/kernels/%s.o", obj);
+    hand_obj("st", src, path);
+    int rc = sh("make -s -C st check");
+    if (rc == 0 || !strstr(out, needle))
+        fprintf(stderr, "make -C st check (%s):\n%s\n", obj, out);
+    assert_int_not_equal(rc, 0);
+    char line[256];
+    snprintf(line, sizeof line, "FAIL %s", bad);
+    assert_non_null(strstr(out, line));
+    snprintf(line, sizeof line, "ok   %s", good);
+    assert_non_null(strstr(out, line));
+    assert_non_null(strstr(out, needle));
+    assert_int_equal(sh("cp keep.o st/kernels/%s.o", obj), 0);
+}
+
+static void test_selftest_catches_what_the_judge_could_not(void **state)
+{
+    (void)state;
+    if (!have_kope())
+        skip();
+    const char *k = kope_bin();
+    test_store_init("st.db");
+    assert_int_equal(sh("%s --db st.db run --task silu-4864 --offline --budget 1", k), 0);
+    assert_int_equal(sh("%s --db st.db run --task rmsnorm-qknorm-32x128 --offline --budget 1", k), 0);
+    assert_int_equal(sh("%s --db st.db kernels export -o st --include-emulated", k), 0);
+    assert_non_null(strstr(out, "exported 2 kernel(s)"));
+    int mk = sh("make -s -C st && make -s -C st check");
+    if (mk)
+        fprintf(stderr, "make -C st check:\n%s\n", out);
+    assert_int_equal(mk, 0);
+    /* what it checked, said in its summary */
+    assert_non_null(strstr(out, "at least 1100 per kernel in one process"));
+    assert_non_null(strstr(out, "2 kernel(s)"));
+    assert_non_null(strstr(out, " 0 failed"));
+    if (on_riscv64() || !strstr(out, "not riscv64"))
+        assert_non_null(strstr(out, "callee-saved s0-s11, fs0-fs11, sp, gp, tp checked"));
+    const char *c = strstr(out, "ok   kope_silu_silu_4864 (silu, ");
+    assert_non_null(c);
+    assert_true(atol(c + strlen("ok   kope_silu_silu_4864 (silu, ")) >= 1100);
+
+    selftest_fails_with("kope_silu_silu_4864", bad_regs, "kope_silu_silu_4864", "kope_rmsnorm_rmsnorm_qknorm_32x128",
+                        "did not preserve callee-saved register(s) s11 fs5");
+    selftest_fails_with("kope_silu_silu_4864", bad_after_1000, "kope_silu_silu_4864",
+                        "kope_rmsnorm_rmsnorm_qknorm_32x128", "repeated, call 10");
+    selftest_fails_with("kope_rmsnorm_rmsnorm_qknorm_32x128", bad_eps, "kope_rmsnorm_rmsnorm_qknorm_32x128",
+                        "kope_silu_silu_4864", "FAIL kope_rmsnorm_rmsnorm_qknorm_32x128 rmsnorm");
+    /* the originals back: it passes again */
+    assert_int_equal(sh("make -s -C st check"), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -615,6 +942,10 @@ int main(void)
         cmocka_unit_test(test_user_op_suite_budget_one),
         cmocka_unit_test(test_user_op_judged_by_its_ref),
         cmocka_unit_test(test_user_op_bad_refs_record_nothing),
+        cmocka_unit_test(test_export_ships_judged_object),
+        cmocka_unit_test(test_export_refuses_other_object),
+        cmocka_unit_test(test_export_object_step),
+        cmocka_unit_test(test_selftest_catches_what_the_judge_could_not),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

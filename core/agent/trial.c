@@ -20,6 +20,7 @@
 #include "core/task/task.h"
 #include "core/agent/trial.h"
 #include "core/util.h"
+#include "net/crypto.h"
 #include "store/queue.h"
 #include "store/store.h"
 
@@ -128,6 +129,13 @@ int run_task_from_record(struct graph *g, const uint8_t id[32], struct task_suit
         }
     } else {
         cJSON_DeleteItemFromObjectCaseSensitive(spec, "family");
+        /* a gemv's record carries the n = 1 of struct plat_task, which a
+         * suite does not take (gemv takes m, k) */
+        const cJSON *op = cJSON_GetObjectItemCaseSensitive(spec, "op");
+        cJSON *sh = cJSON_GetObjectItemCaseSensitive(spec, "shape");
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(sh, "n");
+        if (cJSON_IsString(op) && strcmp(op->valuestring, "gemv") == 0 && cJSON_IsNumber(n) && n->valuedouble == 1)
+            cJSON_DeleteItemFromObjectCaseSensitive(sh, "n");
     }
     cJSON_AddStringToObject(suite, "suite", "record");
     cJSON_AddItemToArray(tasks, spec);
@@ -183,6 +191,23 @@ static int open_fast(struct run *r)
     return platform_open(r->target, &s, &r->p_fast, err, sizeof err);
 }
 
+int trial_object_hash(const struct plat_build *b, char hex[65], char *err, size_t err_len)
+{
+    char *bytes = NULL;
+    size_t len = 0;
+    uint8_t h[32];
+    hex[0] = '\0';
+    if (!b->object[0])
+        return 0;
+    int rc = util_read_file(b->object, TRIAL_OBJECT_MAX, &bytes, &len, err, err_len);
+    if (rc)
+        return KOPE_ERR_IO;
+    net_sha256(bytes, len, h);
+    free(bytes);
+    util_hex(h, 32, hex);
+    return 0;
+}
+
 /* Screen, compile, verify, measure. 0 = answered (vd->pass says how), or a
  * PLAT_ERR_* when the platform itself failed. bc may be NULL. */
 static int evaluate(struct run *r, const struct plat_task *t, const struct proposal *pr, struct verdict *vd,
@@ -219,6 +244,11 @@ static int evaluate(struct run *r, const struct plat_task *t, const struct propo
             first_line(vd->reason, sizeof vd->reason, vd->b.diag[0] ? vd->b.diag : vd->b.detail);
         return 0;
     }
+    /* hashed before any of its code runs: the outcome names the object the
+     * verdict is about, so an export can ship exactly it (docs/KERNELS.md) */
+    char herr[256];
+    if (trial_object_hash(&vd->b, vd->object_sha256, herr, sizeof herr))
+        return run_fail(r, KOPE_ERR_IO, "hashing the judged object: %s", herr);
     vd->stage = "verify";
     if ((rc = platform_verify(p, t, &vd->b, &vd->v)))
         return rc;
@@ -363,6 +393,8 @@ static int record(struct run *r, const uint8_t task[32], int trial, const struct
      * and the kernel export skip such an outcome (platform_verify says so) */
     if (vd->v.reduced_shape)
         cJSON_AddBoolToObject(ob, "reduced_shape", 1);
+    if (vd->object_sha256[0]) /* the judged object: what `kope kernels export` ships */
+        cJSON_AddStringToObject(ob, "object_sha256", vd->object_sha256);
     if (vd->pass) {
         cJSON_AddBoolToObject(ob, "emulated", vd->m.emulated);
         if (vd->baseline[0]) {

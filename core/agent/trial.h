@@ -93,8 +93,17 @@ struct verdict {
     double speedup;
     char baseline[PLAT_NAME_MAX];
     double score;
+    char object_sha256[65];     /* hex SHA-256 of the judged object (b.object), "" = none */
     uint8_t dec_id[32], out_id[32]; /* the records trial_run wrote */
 };
+
+/* Most bytes of a judged object core hashes (larger: an error). */
+#define TRIAL_OBJECT_MAX (16u << 20)
+
+/* The hex SHA-256 of build b's judged object (plat_build.object) into hex,
+ * as an outcome records it ("object_sha256"): "" and 0 when the target has
+ * no object; KOPE_ERR_IO with err set when it cannot be read. */
+int trial_object_hash(const struct plat_build *b, char hex[65], char *err, size_t err_len);
 
 struct base_cache;
 

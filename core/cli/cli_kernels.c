@@ -31,6 +31,7 @@
 
 #include <cJSON.h>
 
+#include "core/agent/trial.h"
 #include "core/cli/cli.h"
 #include "core/err.h"
 #include "core/graph/graph.h"
@@ -59,8 +60,11 @@ struct kx {
     double in_lo, in_hi;        /* a user op's input range (both 0: the default) */
     uint64_t n, rows, cols, m, k, batch;
     double rtol, atol;
+    uint8_t task_id[32];
     char task_hex[GRAPH_ID_HEX], dec_hex[GRAPH_ID_HEX], out_hex[GRAPH_ID_HEX];
     char origin_hex[GRAPH_ID_HEX];
+    char obj_sha256[65];        /* the judged object's hash its outcome records, "" = none */
+    char toolchain[256];        /* the compiler the decision records, "" = not recorded */
     char target[32];
     cJSON *dec_body, *out_body; /* owned copies */
     char *src;                  /* owned */
@@ -121,6 +125,12 @@ static int rec_intact(struct graph *g, const uint8_t id[32])
     return c.found && c.ok;
 }
 
+/* Is s non-empty and made only of the characters in set? */
+static int chars_in(const char *s, const char *set)
+{
+    return s && *s && strspn(s, set) == strlen(s);
+}
+
 /* The op's sizes from a task body's shape; 0 when the spec is unusable. */
 static int spec_read(const cJSON *spec, struct kx *k)
 {
@@ -137,7 +147,9 @@ static int spec_read(const cJSON *spec, struct kx *k)
                 f = i;
         const char *ref = jstr(spec, "ref");
         const cJSON *range = jget(spec, "range");
-        if (!cJSON_IsTrue(jget(spec, "user_op")) || f < 0 || !ref || strlen(ref) >= sizeof k->ref_blob)
+        /* the name becomes C symbols in the library: [a-z][a-z0-9_]*, as a suite's */
+        if (!cJSON_IsTrue(jget(spec, "user_op")) || f < 0 || !ref || strlen(ref) >= sizeof k->ref_blob ||
+            !chars_in(op, "abcdefghijklmnopqrstuvwxyz0123456789_") || op[0] < 'a' || op[0] > 'z')
             return 0;
         k->op = PLAT_OP_USER;
         k->fam = (enum plat_family)f;
@@ -163,6 +175,10 @@ static int spec_read(const cJSON *spec, struct kx *k)
     plat_op_default_tol(k->op, &k->rtol, &k->atol);
     k->rtol = jnum(tol, "rtol", k->rtol);
     k->atol = jnum(tol, "atol", k->atol);
+    /* written into C source as numbers: a NaN or infinity is no tolerance */
+    if (!(k->rtol >= 0 && k->rtol < 1e30 && k->atol >= 0 && k->atol < 1e30 && k->in_lo > -1e30 &&
+          k->in_lo < 1e30 && k->in_hi > -1e30 && k->in_hi < 1e30))
+        return 0;
     return 1;
 }
 
@@ -202,12 +218,14 @@ static int kx_load(struct graph *g, const struct graph_tree *t, int best, const 
         snprintf(why, why_cap, "its task record is not a task spec kope can read");
         return 1;
     }
+    memcpy(k->task_id, t->task.id, 32);
     snprintf(k->task_hex, sizeof k->task_hex, "%s", t->task.id_hex);
     snprintf(k->dec_hex, sizeof k->dec_hex, "%s", nd->dec.id_hex);
     snprintf(k->out_hex, sizeof k->out_hex, "%s", nd->out.id_hex);
     snprintf(k->target, sizeof k->target, "%s", nd->out.target);
     const char *org = jstr(nd->dec.json, "origin");
-    snprintf(k->origin_hex, sizeof k->origin_hex, "%s", org ? org : "");
+    /* written into the provenance comment: a record id is hex, nothing else */
+    snprintf(k->origin_hex, sizeof k->origin_hex, "%s", chars_in(org, "0123456789abcdef") ? org : "");
     const struct graph_rec *recs[3] = {&t->task, &nd->dec, &nd->out};
     static const char *const what[3] = {"task", "decision", "outcome"};
     for (int i = 0; i < 3; i++) {
@@ -254,6 +272,10 @@ static int kx_load(struct graph *g, const struct graph_tree *t, int best, const 
         return rc;
     }
     snprintf(k->src_ref, sizeof k->src_ref, "%s", ref);
+    const char *oh = jstr(ob, "object_sha256"), *tc = jstr(db, "toolchain");
+    if (oh && strlen(oh) == 64 && chars_in(oh, "0123456789abcdef"))
+        snprintf(k->obj_sha256, sizeof k->obj_sha256, "%s", oh);
+    snprintf(k->toolchain, sizeof k->toolchain, "%s", tc ? tc : "");
     k->dec_body = cJSON_Duplicate(db, 1);
     k->out_body = cJSON_Duplicate(ob, 1);
     if (!k->dec_body || !k->out_body) {
@@ -376,8 +398,9 @@ static void provenance_write(FILE *f, const struct kx *k, const char *date)
     fprintf(f, "\n *   op        %s (%s%s), dtype f32, shape %s\n", k->op_name, plat_family_name(k->fam),
             k->ref ? "; a user's own op" : "", shape);
     if (k->ref)
-        fprintf(f, " *   tolerance rtol %g, atol %g (against the op's own reference, plain f32: ref_%s.c,\n"
-                   " *             blob %s)\n", k->rtol, k->atol, k->symbol, k->ref_blob);
+        fprintf(f, " *   tolerance rtol %g, atol %g (against the op's own reference, plain f32: blob %s;\n"
+                   " *             in the library kernels/ref_%s.c, its object kernels/kope_uref_%s.o)\n",
+                k->rtol, k->atol, k->ref_blob, k->symbol, k->symbol);
     else
         fprintf(f, " *   tolerance rtol %g, atol %g (against a double-precision reference)\n", k->rtol, k->atol);
     fprintf(f, " *   target    %s\n", k->target);
@@ -392,6 +415,8 @@ static void provenance_write(FILE *f, const struct kx *k, const char *date)
         fprintf(f, ")");
     }
     fprintf(f, "\n *   source    %s\n", k->src_ref);
+    if (k->obj_sha256[0])
+        fprintf(f, " *   object    sha256 %s (the object judged)\n", k->obj_sha256);
     fprintf(f, " *   method    ");
     comment_str(f, method);
     fprintf(f, "\n *   ratios    ");
@@ -679,18 +704,35 @@ static int write_embedded(const char *dir, const char *target, const char *name,
     return write_out(dir, name, body_text, &w, err, cap);
 }
 
-/* kope_<op>_<task>.c: provenance, the rename, the family declaration (a
- * wrong signature stays a compile error), then the source as measured. */
+/* kernels/kope_<op>_<task>.c: provenance, then the source as judged, for
+ * reading only: the library links the judged object beside it, never this. */
 static void body_kernel(FILE *f, const struct wctx *w)
 {
     const struct kx *k = w->k;
     provenance_write(f, k, w->date);
-    fprintf(f, "#define kope_kernel %s\n#include \"kernel_abi.h\"\nkope_%s_fn kope_kernel;\n", k->symbol,
-            plat_family_name(k->fam));
-    fprintf(f, "/* ---- the kernel as kope verified and measured it (blob %s) ---- */\n", k->src_ref);
+    fprintf(f, "/*\n * The library does not compile this file. It links %s.o beside it: the\n"
+               " * object kope built from this source and judged (sha256 %s), its global\n"
+               " * kope_kernel renamed %s and not one byte of code or data changed.\n"
+               " * ---- the kernel's source as kope judged it (blob %s) ---- */\n",
+            k->symbol, k->obj_sha256, k->symbol, k->src_ref);
     fwrite(k->src, 1, k->len, f);
     if (k->len && k->src[k->len - 1] != '\n')
         fputc('\n', f);
+}
+
+/* kope_kernels.mk: the shipped objects, for the library's Makefile (a list,
+ * not a wildcard: an object left by an earlier export is never linked). */
+static void body_mk(FILE *f, const struct wctx *w)
+{
+    fprintf(f, "# kope_kernels.mk - the judged objects this library ships (written by kope\n"
+               "# kernels export; kernels.json says what each is)\nKERNEL_OBJ :=");
+    for (size_t i = 0; i < w->n; i++)
+        fprintf(f, " \\\n  kernels/%s.o", w->ks[i].symbol);
+    fprintf(f, "\nUSER_REF_OBJ :=");
+    for (size_t i = 0; i < w->n; i++)
+        if (w->ks[i].ref)
+            fprintf(f, " \\\n  kernels/kope_uref_%s.o", w->ks[i].symbol);
+    fprintf(f, "\n");
 }
 
 /* Is ks[i] the first kernel of its user op (its dispatcher is written once)? */
@@ -700,21 +742,6 @@ static int user_op_first(const struct kx *ks, size_t i)
         if (ks[j].ref && strcmp(ks[j].op_name, ks[i].op_name) == 0)
             return 0;
     return 1;
-}
-
-/* ref_<symbol>.c: a user op's reference for the self-test, renamed
- * kope_uref_<symbol> (the Makefile builds it scalar, as kope's judge did). */
-static void body_user_ref(FILE *f, const struct wctx *w)
-{
-    const struct kx *k = w->k;
-    fprintf(f, "/* the reference of user op %s (task ", k->op_name);
-    comment_str(f, k->task);
-    fprintf(f, ", blob %s), as kope verified kernels against it */\n"
-               "#define kope_kernel kope_uref_%s\n#include \"kernel_abi.h\"\nkope_%s_fn kope_kernel;\n",
-            k->ref_blob, k->symbol, plat_family_name(k->fam));
-    fwrite(k->ref, 1, k->ref_len, f);
-    if (k->ref_len && k->ref[k->ref_len - 1] != '\n')
-        fputc('\n', f);
 }
 
 static void body_header(FILE *f, const struct wctx *w)
@@ -876,22 +903,27 @@ static int write_manifest(const char *dir, const char *target, const struct kx *
     for (size_t i = 0; i < n; i++) {
         const struct kx *k = &ks[i];
         cJSON *o = cJSON_CreateObject();
-        char file[PLAT_NAME_MAX + 40], method[1024];
+        char file[PLAT_NAME_MAX + 40], object[PLAT_NAME_MAX + 40], method[1024];
         if (!o)
             goto out;
         cJSON_AddItemToArray(arr, o);
-        snprintf(file, sizeof file, "%s.c", k->symbol);
+        snprintf(file, sizeof file, "kernels/%s.c", k->symbol);
+        snprintf(object, sizeof object, "kernels/%s.o", k->symbol);
         method_text(k, method, sizeof method);
         cJSON_AddStringToObject(o, "symbol", k->symbol);
+        cJSON_AddStringToObject(o, "object", object);
+        cJSON_AddStringToObject(o, "object_sha256", k->obj_sha256);
         cJSON_AddStringToObject(o, "file", file);
         cJSON_AddStringToObject(o, "task", k->task);
         cJSON_AddStringToObject(o, "op", k->op_name);
         cJSON_AddStringToObject(o, "family", plat_family_name(k->fam));
         if (k->ref) {
-            char rf_file[PLAT_NAME_MAX + 40];
-            snprintf(rf_file, sizeof rf_file, "ref_%s.c", k->symbol);
+            char rf_file[PLAT_NAME_MAX + 40], rf_obj[PLAT_NAME_MAX + 40];
+            snprintf(rf_file, sizeof rf_file, "kernels/ref_%s.c", k->symbol);
+            snprintf(rf_obj, sizeof rf_obj, "kernels/kope_uref_%s.o", k->symbol);
             cJSON_AddBoolToObject(o, "user_op", 1);
             cJSON_AddStringToObject(o, "ref_file", rf_file);
+            cJSON_AddStringToObject(o, "ref_object", rf_obj);
             cJSON_AddStringToObject(o, "ref_blob", k->ref_blob);
         }
         cJSON_AddStringToObject(o, "dtype", "f32");
@@ -1047,6 +1079,89 @@ static void make_symbol(struct kx *ks, size_t i)
     }
 }
 
+/* ------------------------------------------- export: the judged objects --- */
+
+/* Build src (the kernel's, or its user op's reference) for task t with the
+ * target's own compile - the same screen, flags, sandbox and object check as
+ * the judge's build - and ship its object renamed to symbol at path. When
+ * want_sha256 is given the object must hash to it (the judged object).
+ * 0 shipped, 1 refused (why), negative: the platform failed (err). */
+static int ship_one(struct platform *p, const struct plat_task *t, const struct kx *k, const char *src,
+                    size_t len, const char *want_sha256, const char *symbol, const char *path, char *why,
+                    size_t why_cap, char *err, size_t err_cap)
+{
+    struct plat_build b;
+    char hex[65], herr[256], rwhy[PLAT_DETAIL_MAX + 64];
+    int refused = 1, rc = platform_compile(p, t, src, len, &b);
+    if (rc) {
+        snprintf(err, err_cap, "rebuilding it: %s (%s)", p->err, platform_strerror(rc));
+        goto out;
+    }
+    if (!b.ok) {
+        snprintf(why, why_cap, "%s does not build here: %s%s%s", want_sha256 ? "its source" : "its reference",
+                 plat_fail_name(b.reason), b.detail[0] ? ": " : "", b.detail);
+        rc = 1;
+        goto out;
+    }
+    if ((rc = trial_object_hash(&b, hex, herr, sizeof herr))) {
+        snprintf(err, err_cap, "hashing the rebuilt object: %s", herr);
+        goto out;
+    }
+    if (want_sha256 && strcmp(hex, want_sha256) != 0) {
+        struct plat_desc d;
+        platform_describe(p, &d);
+        int n = snprintf(why, why_cap, "judged object differs from this machine's rebuild (sha256 %.12s vs %.12s): "
+                 "compiler '%.60s' vs '%.60s'; re-measure here with `kope run --task %.64s --remeasure`",
+                 want_sha256, hex, k->toolchain[0] ? k->toolchain : "not recorded", d.cc, k->task);
+        (void)n; /* a long compiler name may cut the hint: the reason stays whole */
+        rc = 1;
+        goto out;
+    }
+    if ((rc = platform_object_export(p, &b, symbol, path, &refused, rwhy, sizeof rwhy))) {
+        snprintf(err, err_cap, "shipping its object: %s (%s)", p->err, platform_strerror(rc));
+        goto out;
+    }
+    if (refused) {
+        snprintf(why, why_cap, "%s", rwhy);
+        rc = 1;
+    }
+out:
+    platform_build_free(p, &b);
+    return rc;
+}
+
+/* Ship k as DIR/kernels/<symbol>.o: the object kope judged, checked by
+ * rebuilding it here against the hash its outcome records (and a user op's
+ * reference as DIR/kernels/kope_uref_<symbol>.o, built and checked as a
+ * candidate of its task). 0 shipped, 1 refused (why), negative (err). */
+static int kx_ship(struct graph *g, struct platform *p, const struct kx *k, const char *dir, char *why,
+                   size_t why_cap, char *err, size_t err_cap)
+{
+    struct task_suite one = {0};
+    char path[4200], sym[PLAT_NAME_MAX + 48];
+    if (!k->obj_sha256[0]) {
+        snprintf(why, why_cap, "its outcome %.12s records no hash of the object kope judged (measured by an "
+                 "older kope): re-measure it here with `kope run --task %.64s --remeasure`, then export again",
+                 k->out_hex, k->task);
+        return 1;
+    }
+    int rc = run_task_from_record(g, k->task_id, &one);
+    if (rc) {
+        snprintf(err, err_cap, "reading its task record: %s", kope_strerror(rc));
+        return rc;
+    }
+    const struct plat_task *t = &one.tasks[0].t;
+    snprintf(path, sizeof path, "%s/kernels/%s.o", dir, k->symbol);
+    rc = ship_one(p, t, k, k->src, k->len, k->obj_sha256, k->symbol, path, why, why_cap, err, err_cap);
+    if (!rc && k->ref) {
+        snprintf(sym, sizeof sym, "kope_uref_%s", k->symbol);
+        snprintf(path, sizeof path, "%s/kernels/%s.o", dir, sym);
+        rc = ship_one(p, t, k, k->ref, k->ref_len, NULL, sym, path, why, why_cap, err, err_cap);
+    }
+    task_suite_free(&one);
+    return rc;
+}
+
 static const char *const lib_files[] = {"Makefile", "kope_ops.h", "kope_ops.inc", "kope_scalar.c",
                                         "kope_ref.c", "kope_selftest.c", "kernel_abi.h"};
 
@@ -1099,6 +1214,7 @@ static int kernels_export(struct cli *c, int argc, char **argv)
     struct pick_ctx pc = {0};
     struct kx *ks = NULL;
     struct refusal *rf = NULL;
+    struct platform *p = NULL;
     size_t nk = 0, nr = 0;
     char err[1024] = "", date[32];
     date_now(date, sizeof date);
@@ -1206,6 +1322,45 @@ static int kernels_export(struct cli *c, int argc, char **argv)
         make_symbol(ks, nk);
         nk++;
     }
+    /* every chosen kernel rebuilt here and shipped as its judged object */
+    if (nk) {
+        char sub[4200];
+        snprintf(sub, sizeof sub, "%s/kernels", dir);
+        if ((mkdir(dir, 0777) != 0 && errno != EEXIST) || (mkdir(sub, 0777) != 0 && errno != EEXIST)) {
+            fprintf(stderr, "kope kernels export: cannot create %s: %s\n", sub, strerror(errno));
+            goto out;
+        }
+        struct plat_settings set;
+        cli_platform_settings_for(c, target, &set);
+        if ((rc = platform_open(target, &set, &p, err, sizeof err))) {
+            fprintf(stderr, "kope kernels export: target %s: %s\nhint: the export rebuilds every kernel with "
+                            "the target's own compile to ship the object kope judged\n", target, err);
+            goto out;
+        }
+        size_t kept = 0;
+        for (size_t i = 0; i < nk; i++) {
+            char why[400];
+            int r = kx_ship(&g, p, &ks[i], dir, why, sizeof why, err, sizeof err);
+            if (r < 0) {
+                fprintf(stderr, "kope kernels export: task %s: %s\n", ks[i].task, err);
+                goto out;
+            }
+            if (r == 1) {
+                snprintf(rf[nr].task, sizeof rf[nr].task, "%s", ks[i].task);
+                snprintf(rf[nr].why, sizeof rf[nr].why, "%s", why);
+                nr++;
+                explicit_refused |= n_want > 0;
+                kx_free(&ks[i]);
+                continue;
+            }
+            if (kept != i) {
+                ks[kept] = ks[i];
+                memset(&ks[i], 0, sizeof ks[i]);
+            }
+            kept++;
+        }
+        nk = kept;
+    }
     for (size_t i = 0; i < nr; i++)
         fprintf(stderr, "kope kernels export: not exported: task %s: %s\n", rf[i].task, rf[i].why);
     if (!nk) {
@@ -1219,21 +1374,18 @@ static int kernels_export(struct cli *c, int argc, char **argv)
                                     : "");
         goto out;
     }
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "kope kernels export: cannot create %s: %s\n", dir, strerror(errno));
-        goto out;
-    }
     for (size_t i = 0; i < sizeof lib_files / sizeof lib_files[0]; i++)
         if ((rc = write_embedded(dir, target, lib_files[i], err, sizeof err)))
             goto fail;
     for (size_t i = 0; i < nk; i++) {
         struct wctx w1 = {.k = &ks[i], .date = date};
         char name[PLAT_NAME_MAX + 40];
-        snprintf(name, sizeof name, "%s.c", ks[i].symbol);
+        snprintf(name, sizeof name, "kernels/%s.c", ks[i].symbol);
         if ((rc = write_out(dir, name, body_kernel, &w1, err, sizeof err)))
             goto fail;
-        snprintf(name, sizeof name, "ref_%s.c", ks[i].symbol);
-        if (ks[i].ref && (rc = write_out(dir, name, body_user_ref, &w1, err, sizeof err)))
+        struct wctx wr = {.text = ks[i].ref, .len = ks[i].ref_len};
+        snprintf(name, sizeof name, "kernels/ref_%s.c", ks[i].symbol);
+        if (ks[i].ref && (rc = write_out(dir, name, body_text, &wr, err, sizeof err)))
             goto fail;
     }
     static const struct {
@@ -1241,7 +1393,8 @@ static int kernels_export(struct cli *c, int argc, char **argv)
         writer_fn *body;
     } gen[] = {{"kope_kernels.h", body_header},
                {"kope_dispatch.c", body_dispatch},
-               {"kope_selftest_table.h", body_selftest_table}};
+               {"kope_selftest_table.h", body_selftest_table},
+               {"kope_kernels.mk", body_mk}};
     struct wctx wall = {.ks = ks, .n = nk, .date = date};
     for (size_t i = 0; i < sizeof gen / sizeof gen[0]; i++)
         if ((rc = write_out(dir, gen[i].name, gen[i].body, &wall, err, sizeof err)))
@@ -1266,6 +1419,8 @@ out:
     free(pc.v);
     free(want);
     task_suite_free(&s);
+    if (p)
+        platform_close(p);
     graph_free(&g);
     return ret;
 }

@@ -1025,6 +1025,9 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
             goto out;
         }
     }
+    /* the object the judge links unchanged: core hashes it into the outcome,
+     * and an export ships exactly it (k3_object_export) */
+    snprintf(out->object, sizeof out->object, "%s", obj);
 
     /* a user op's reference objects, after the candidate's own checks: when
      * the candidate is the reference (core's check of it), its own compile
@@ -1110,6 +1113,81 @@ static void k3_build_free(struct platform *p, struct plat_build *b)
     proc_rm_tree(dir);
     b->path[0] = '\0';
     b->ok = 0;
+}
+
+/* ------------------------------------------------------- object export --- */
+
+/* The objcopy that reads this toolchain's riscv64 objects: clang-N's own
+ * llvm-objcopy-N first, then any llvm-objcopy, then binutils' (the cross
+ * one off a RISC-V machine, the native one on it). "" when none is found. */
+static void objcopy_find(const struct k3 *k, char *out, size_t cap)
+{
+    char ver[16] = "", llvm[32];
+    const char *c = strstr(k->cc, "clang-");
+    size_t n = c ? strspn(c + 6, "0123456789") : 0;
+    if (n && n < sizeof ver)
+        memcpy(ver, c + 6, n), ver[n] = '\0';
+    snprintf(llvm, sizeof llvm, "llvm-objcopy-%s", ver);
+    const char *cand[] = {ver[0] ? llvm : NULL, "llvm-objcopy",
+                          k->native ? "objcopy" : "riscv64-linux-gnu-objcopy"};
+    out[0] = '\0';
+    for (size_t i = 0; i < sizeof cand / sizeof cand[0] && !out[0]; i++)
+        if (cand[i] && cmd_found(cand[i]))
+            snprintf(out, cap, "%s", cand[i]);
+}
+
+/* platform_ops.object_export: the judged object checked again by the object
+ * check, renamed by objcopy inside the build's own directory, compared with
+ * the judged one (platform/k3/export.c: only the name changed), then copied
+ * to path. */
+static int k3_object_export(struct platform *p, const struct plat_build *b, const char *symbol,
+                            const char *path, int *refused, char *why, size_t why_len)
+{
+    struct k3 *k = p->priv;
+    enum plat_screen_rule rule;
+    char detail[PLAT_DETAIL_MAX], tool[64], shipped[K3_PATH_MAX + 64], diag[1024];
+    *refused = 1;
+    if (!b->ok || !b->object[0]) {
+        snprintf(why, why_len, "the build has no judged object");
+        return 0;
+    }
+    if (!symbol[0] || strspn(symbol, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") !=
+                          strlen(symbol) || (symbol[0] >= '0' && symbol[0] <= '9'))
+        return plat_set_err(p, PLAT_ERR_BAD_TASK, "export symbol '%.80s' is not a C identifier", symbol);
+    int rc = k3_screen_object(b->object, &rule, detail, sizeof detail);
+    if (rc < 0)
+        return plat_set_err(p, rc, "object check: %.300s", detail);
+    if (rc == 1) {
+        snprintf(why, why_len, "the object check refuses it [%s]: %s", plat_screen_rule_name(rule), detail);
+        return 0;
+    }
+    objcopy_find(k, tool, sizeof tool);
+    if (!tool[0])
+        return plat_set_err(p, PLAT_ERR_NO_TOOLCHAIN, "no objcopy that reads riscv64 objects (llvm-objcopy, "
+                            "%s)\nhint: apt-get install llvm-19 (or binutils-riscv64-linux-gnu)",
+                            k->native ? "objcopy" : "riscv64-linux-gnu-objcopy");
+    snprintf(shipped, sizeof shipped, "%s/c%llu/export.o", k->work, (unsigned long long)b->id);
+    struct proc_cmd c;
+    struct proc_result res;
+    proc_cmd_init(&c);
+    proc_cmd_split(&c, tool);
+    proc_cmd_arg(&c, "--redefine-sym");
+    proc_cmd_arg(&c, "kope_kernel=%s", symbol);
+    proc_cmd_arg(&c, "%s", b->object);
+    proc_cmd_arg(&c, "%s", shipped);
+    if ((rc = run_tool(p, &c, diag, sizeof diag, &res)))
+        return rc;
+    if (!tool_ok(&res))
+        return plat_set_err(p, PLAT_ERR_NO_TOOLCHAIN, "%s --redefine-sym failed: %.300s", tool, diag);
+    rc = k3_object_compare(b->object, shipped, "kope_kernel", symbol, path, detail, sizeof detail);
+    if (rc < 0)
+        return plat_set_err(p, rc, "renamed object: %.300s", detail);
+    if (rc == 1) {
+        snprintf(why, why_len, "the renamed object is not the judged one: %s", detail);
+        return 0;
+    }
+    *refused = 0;
+    return 0;
 }
 
 /* ------------------------------------------------------- harness runs --- */
@@ -1541,6 +1619,7 @@ const struct platform_ops plat_k3_ops = {
     .measure = k3_measure,
     .probe = k3_probe, /* platform/k3/probe.c */
     .build_free = k3_build_free,
+    .object_export = k3_object_export,
     .rank = k3_rank,
     .space = k3_space, /* platform/k3/k3_templates.c */
     .prompt = &k3_prompt,

@@ -9,6 +9,7 @@
  *   (platform/proc.c runs every child: limits, timeout, output cap, and for
  *   harness runs namespaces, a minimal filesystem and seccomp)
  *   screen.c   the source screen and the ELF object check
+ *   export.c   the judged object as a library member (renamed, nothing else changed)
  *   embed/     the riscv64 harness that checks and times a candidate
  */
 #ifndef KOPE_K3_H
@@ -120,6 +121,17 @@ size_t k3_diag_clean(const char *in, const char *cand_path, char *out, size_t ou
  * rejected, PLAT_ERR_IO when the file cannot be read or is not ELF64. */
 int k3_screen_object(const char *path, enum plat_screen_rule *rule, char *detail,
                      size_t detail_len);
+
+/* Is the object at shipped the judged object at judged with its one global
+ * definition `from` renamed to `to`, and nothing else changed (every
+ * section's header and bytes but the symbol and string tables', every
+ * symbol but that one name), with no init, fini or preinit array and no
+ * .init/.fini/.ctors/.dtors section? When it is and copy_to is not NULL,
+ * the compared bytes are written there. 0 yes, 1 no (why says what
+ * differs), PLAT_ERR_IO / PLAT_ERR_NOMEM (why says which file).
+ * platform/k3/export.c. */
+int k3_object_compare(const char *judged, const char *shipped, const char *from, const char *to,
+                      const char *copy_to, char *why, size_t cap);
 
 /* ---------------------------------------------------------------- probe --- */
 

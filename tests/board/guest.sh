@@ -139,7 +139,7 @@ fi
 check kernels-export-native '"$KOPE" kernels export -o klib --include-emulated > out 2>&1; rc=$?; cat out
   [ $rc = 0 ] && grep -Eq "\"evidence\":[[:space:]]*\"virtual-machine\"" klib/kernels.json &&
   ! grep -Eq "\"evidence\":[[:space:]]*\"native-time\"" klib/kernels.json &&
-  grep -q "virtual machine" klib/kope_*_add_res_896.c &&
+  grep -q "virtual machine" klib/kernels/kope_*_add_res_896.c &&
   make -C klib KCC=gcc && make -C klib check KCC=gcc &&
   make -C klib clean && make -C klib check KCC=clang'
 
