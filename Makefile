@@ -185,11 +185,15 @@ bench: $(BUILD)/kope $(BENCH_BIN)
 # emulated k3 (qemu) off a RISC-V machine. DEMO_BUDGET trials per task: 2
 # keeps the 64 tasks to a few minutes under qemu; run it again and the
 # tuner starts from what the first run found (the graph remembers).
+# DEMO_FLAGS=--full-shape verifies the large matmuls whole under qemu too.
 DEMO_BUDGET ?= 2
+DEMO_FLAGS ?=
+# The report is written whatever the run's exit (a failed task is in it
+# too); make demo then exits with the run's code.
 demo: $(BUILD)/kope $(RV_DEPS)
 	$(Q)test -e kope.db || $(RUNNER) $(BUILD)/kope init # only init makes a store
-	$(Q)$(RUNNER) $(BUILD)/kope run --offline --budget $(DEMO_BUDGET)
-	$(Q)$(RUNNER) $(BUILD)/kope report --html kope-report.html
+	$(Q)rc=0; $(RUNNER) $(BUILD)/kope run --offline --budget $(DEMO_BUDGET) $(DEMO_FLAGS) || rc=$$?; \
+	    $(RUNNER) $(BUILD)/kope report --html kope-report.html && exit $$rc
 
 # ---- QEMU instruction-count plugin (platform/k3/qemu/) -----------------------
 # The host's dynamic qemu-riscv64 loads it to count the instructions of one

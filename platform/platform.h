@@ -170,6 +170,9 @@ enum plat_set_flags {
     PLAT_SET_NO_PIN = 1 << 2,       /* do not pin the timed process to a core */
     PLAT_SET_AA = 1 << 3,           /* time the candidate twice (A/A) under
                                        emulation too (natively always): tests */
+    PLAT_SET_FULL_SHAPE = 1 << 4,   /* verify at the task's whole shape even under
+                                       emulation, where a large task is otherwise
+                                       checked cut down ("reduced_shape"): slow */
     /* Tests only: skip the source screen and object check, so the runtime
      * containment behind them can be shown to work on its own. */
     PLAT_SET_UNSAFE_NO_SCREEN = 1 << 8,

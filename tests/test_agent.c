@@ -458,6 +458,65 @@ static void test_rerun_measures_new_points(void **state)
     assert_int_equal(distinct, 8);
 }
 
+/* Under emulation a task too large to verify whole is verified at a reduced
+ * shape (the task case cut to the emulation cap): all this machine can
+ * judge of it. The run says so on the trial line, in the table ("reduced")
+ * and in the summary, exits 0, and the report is written with it; graph log
+ * says why there is no best. --full-shape verifies the whole shape instead:
+ * then the task passes outright. Natively nothing is cut: skipped. */
+static void test_reduced_shape_run(void **state)
+{
+    (void)state;
+#if defined(__riscv)
+    if (!test_emulated()) {
+        print_message("skip: natively nothing is verified at a reduced shape\n");
+        return;
+    }
+#endif
+    static char out[65536];
+    const char *suite = tpath("big.json");
+    FILE *f = fopen(suite, "w");
+    assert_non_null(f);
+    /* 32 x 768 x 768 = 1.9e7 multiply-adds: just over the 1.7e7 verify cap */
+    fputs("{\"suite\":\"big\",\"tasks\":[{\"name\":\"gemm-big\",\"op\":\"gemm\",\"dtype\":\"f32\","
+          "\"shape\":{\"m\":32,\"n\":768,\"k\":768}}]}",
+          f);
+    fclose(f);
+    const char *db = tpath("rs.db");
+    test_store_init(db);
+    int rc = run_cmd(out, sizeof out, "%s --db %s run --suite %s --budget 1 --offline", kope_bin(), db, suite);
+    if (rc != 0)
+        print_error("%s\n", out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "trial 1/1"));
+    assert_non_null(strstr(out, ", verified at reduced shape only\n"));
+    assert_non_null(strstr(out, "\ngemm-big                     reduced "));
+    assert_non_null(strstr(out, "\npassed 0/1 tasks, 1 verified at reduced shape only: emulated; full shape on a "
+                                "board or with --full-shape\n"));
+    assert_int_equal(run_cmd(out, sizeof out, "%s --db %s graph log gemm-big", kope_bin(), db), 0);
+    assert_non_null(strstr(out, "verified at reduced shape only"));
+    assert_non_null(strstr(out, "best path: none verified at the task's shape; passed at a reduced shape only"));
+    const char *html = tpath("rs.html");
+    assert_int_equal(run_cmd(out, sizeof out, "%s --db %s report --html %s", kope_bin(), db, html), 0);
+    assert_non_null(strstr(out, "0 passed, 1 verified at reduced shape only (emulated)"));
+    char *page = NULL;
+    size_t len;
+    char err[256];
+    assert_int_equal(util_read_file(html, 1 << 22, &page, &len, err, sizeof err), 0);
+    assert_non_null(strstr(page, "<td>reduced shape only</td>"));
+    free(page);
+    /* the whole shape, when the user accepts the time */
+    db = tpath("rs-full.db");
+    test_store_init(db);
+    rc = run_cmd(out, sizeof out, "%s --db %s run --suite %s --budget 1 --offline --full-shape", kope_bin(), db,
+                 suite);
+    if (rc != 0)
+        print_error("%s\n", out);
+    assert_int_equal(rc, 0);
+    assert_null(strstr(out, "reduced"));
+    assert_non_null(strstr(out, "\npassed 1/1 tasks\n"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -468,6 +527,7 @@ int main(void)
         cmocka_unit_test(test_run_kill_resume),
         cmocka_unit_test(test_run_time_limit),
         cmocka_unit_test(test_rerun_measures_new_points),
+        cmocka_unit_test(test_reduced_shape_run),
     };
     return cmocka_run_group_tests_name("agent", tests, NULL, NULL);
 }

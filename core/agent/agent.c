@@ -169,9 +169,13 @@ static void result_fill(struct run *r, struct agent_result *res, const struct hi
     res->n_ratios = 0;
     res->speedup = 0;
     res->baseline[0] = res->best_label[0] = res->best_path[0] = res->not_measured[0] = '\0';
-    if (h->best < 0)
+    /* no pass at the task's shape: what passed at a reduced one (under
+     * emulation a large task is checked cut down) is reported as such */
+    int best = h->best >= 0 ? h->best : graph_tree_best_reduced(&h->tree);
+    res->reduced = h->best < 0 && best >= 0;
+    if (best < 0)
         return;
-    const struct graph_node *b = &h->tree.nodes[h->best];
+    const struct graph_node *b = &h->tree.nodes[best];
     const cJSON *sp = history_body(&b->out, "speedup"), *bl = history_body(&b->out, "baseline");
     const cJSON *em = history_body(&b->out, "emulated"), *ra = history_body(&b->out, "ratios"), *x;
     const cJSON *lab = history_body(&b->dec, "params"), *who = history_body(&b->dec, "proposer");
@@ -192,7 +196,7 @@ static void result_fill(struct run *r, struct agent_result *res, const struct hi
     snprintf(res->best_label, sizeof res->best_label, "%s",
              cJSON_IsString(lab) ? lab->valuestring : cJSON_IsString(who) ? who->valuestring : "?");
     int path[64], n = 0;
-    for (int k = h->best; k >= 0 && n < 64; k = h->tree.nodes[k].parent)
+    for (int k = best; k >= 0 && n < 64; k = h->tree.nodes[k].parent)
         path[n++] = k;
     size_t off = 0;
     while (n-- && off + 16 < sizeof res->best_path)
@@ -225,6 +229,12 @@ static int write_insight(struct run *r, const uint8_t task[32], const struct pla
         else
             buf_printf(&txt, ", from an earlier run in the graph (%.12s); this run's %zu trial(s) did not beat it.",
                        b->dec.id_hex, h->n);
+    } else if (graph_tree_best_reduced(&h->tree) >= 0) {
+        const struct graph_node *b = &h->tree.nodes[graph_tree_best_reduced(&h->tree)];
+        const cJSON *lab = history_body(&b->dec, "params");
+        memcpy(cite[nc++], b->out.id, 32);
+        buf_printf(&txt, "%s: verified only at a reduced shape (emulated; the full shape needs a board or "
+                   "--full-shape): best there %s.", t->name, cJSON_IsString(lab) ? lab->valuestring : "llm kernel");
     } else {
         buf_printf(&txt, "%s: no passing kernel in %zu trials.", t->name, h->n);
     }
@@ -289,11 +299,13 @@ static void progress(struct run *r, size_t ti, size_t nt, const char *name, int 
     if (!r->o->log)
         return;
     char res[200];
+    const char *cut = vd->v.reduced_shape ? ", verified at reduced shape only" : "";
     if (vd->pass && vd->baseline[0])
-        snprintf(res, sizeof res, "pass %.2fx vs %s%s%s%s", vd->speedup, vd->baseline,
-                 vd->m.emulated ? " (" : "", vd->m.emulated ? vd->m.ratio_metric : "", vd->m.emulated ? ")" : "");
+        snprintf(res, sizeof res, "pass %.2fx vs %s%s%s%s%s", vd->speedup, vd->baseline,
+                 vd->m.emulated ? " (" : "", vd->m.emulated ? vd->m.ratio_metric : "", vd->m.emulated ? ")" : "",
+                 cut);
     else if (vd->pass)
-        snprintf(res, sizeof res, "pass");
+        snprintf(res, sizeof res, "pass%s", cut);
     else
         snprintf(res, sizeof res, "%s: %.80s", vd->status, vd->reason);
     if (r->o->tty) {
@@ -515,6 +527,7 @@ int agent_run(struct graph *g, const struct agent_opts *o, struct agent_summary 
         if ((rc = run_task(&r, &s.tasks[i], i - lo, hi - lo, res)))
             goto out;
         out->passed += res->passed;
+        out->reduced += res->reduced;
         out->tokens += res->tokens;
         if (out_of_time(&r)) {
             snprintf(out->stop_reason, sizeof out->stop_reason, "time limit %.0f s reached", o->time_limit_s);

@@ -88,7 +88,10 @@ struct agent_result {
     char family[24];
     uint8_t task_id[32];
     int done;                   /* its insight is written */
-    int passed;                 /* some trial passed */
+    int passed;                 /* some trial passed at the task's shape */
+    int reduced;                /* not passed, but verified at a reduced shape (the
+                                   emulation cap): judged as far as this machine can;
+                                   the figures below are that outcome's */
     int trials;                 /* trials recorded in this run */
     int first_pass;             /* trial number (1-based) of the first pass, 0 = none */
     int best_trial;             /* trial number of the best, 0 = none */
@@ -110,6 +113,7 @@ struct agent_summary {
     struct agent_result *res;   /* one per task, suite order (owned) */
     size_t n;
     int passed;                 /* tasks with a passing kernel */
+    int reduced;                /* tasks verified only at a reduced shape (emulated) */
     int complete;               /* every task done (run state "done") */
     long tokens;                /* LLM tokens of the run */
     long llm_calls, queued;     /* calls answered, calls left queued */

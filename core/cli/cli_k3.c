@@ -142,8 +142,10 @@ int cli_tasks(struct cli *c, int argc, char **argv)
 
 static void print_verify(const struct plat_verify *v)
 {
-    printf("verify: %s%s%s", v->pass ? "PASS" : "FAIL ", v->pass ? "" : plat_fail_name(v->reason),
-           v->emulated ? " (emulated)" : "");
+    printf("verify: %s%s%s%s", v->pass ? "PASS" : "FAIL ", v->pass ? "" : plat_fail_name(v->reason),
+           v->emulated ? " (emulated)" : "",
+           v->reduced_shape ? " at a reduced shape only (the task case cut to the emulation cap; "
+                              "--full-shape checks it whole)" : "");
     if (v->reason == PLAT_FAIL_SCREEN_REJECTED)
         printf(" [%s]", plat_screen_rule_name(v->screen_rule));
     if (v->reason == PLAT_FAIL_CRASH && v->signal)
@@ -208,16 +210,19 @@ static void print_measure(const struct plat_measure *m)
 int cli_measure(struct cli *c, int argc, char **argv)
 {
     const char *suite_path = NULL, *task_name = NULL, *file = NULL, *platform = NULL;
-    int no_baselines = 0, verify_only = 0, flush = 0, roofline = 0;
+    int no_baselines = 0, verify_only = 0, flush = 0, roofline = 0, full_shape = 0;
     if (cli_wants_help(argc, argv)) {
         printf("usage: kope measure KERNEL.c --task NAME [--suite FILE] [--verify-only]\n"
-               "                    [--no-baselines] [--flush] [--roofline] [--platform k3|ascend]\n"
+               "                    [--no-baselines] [--flush] [--roofline] [--full-shape]\n"
+               "                    [--platform k3|ascend]\n"
                "Screens, compiles, verifies (task shape + awkward sizes) and measures one kernel\n"
                "file against the task's same-run baselines (scalar -O2, auto-vectorized -O3,\n"
                "OpenBLAS for matmul). Under qemu results are labelled emulated: correctness and\n"
                "instruction counts only. --flush flushes caches between timed samples;\n"
                "--roofline probes the machine first and reports the kernel's share of the\n"
-               "attainable roofline (native only).\n"
+               "attainable roofline (native only). Under qemu a task larger than the\n"
+               "emulation cap is verified cut down (\"at a reduced shape only\"); --full-shape\n"
+               "verifies it whole (minutes per large matmul).\n"
                "Config: platform.name (k3), platform.k3.{cc,cflags,runner,timeout_ms,...};\n"
                "--platform ascend: an Ascend C file (platform/ascend/embed/kope_ascend.h) through\n"
                "CANN, platform.ascend.{home,soc,npu_smi,device,timeout_ms} (docs/ASCEND.md).\n"
@@ -240,6 +245,8 @@ int cli_measure(struct cli *c, int argc, char **argv)
             flush = 1;
         else if (strcmp(argv[i], "--roofline") == 0)
             roofline = 1;
+        else if (strcmp(argv[i], "--full-shape") == 0)
+            full_shape = 1;
         else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "kope measure: unknown option '%s'\n", argv[i]);
             return CLI_USAGE;
@@ -291,6 +298,8 @@ int cli_measure(struct cli *c, int argc, char **argv)
         set.flags |= PLAT_SET_NO_BASELINES;
     if (flush)
         set.flags |= PLAT_SET_FLUSH_CACHE;
+    if (full_shape)
+        set.flags |= PLAT_SET_FULL_SHAPE;
     rc = platform_open(target, &set, &p, err, sizeof err);
     if (rc) {
         fprintf(stderr, "kope measure: %s (%s)\n", err, platform_strerror(rc));

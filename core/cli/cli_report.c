@@ -45,6 +45,7 @@ struct row {
     struct graph_tree tree;
     char name[96], op[24], family[24];
     int best, passed;
+    int reduced;                  /* not passed, but passed at a reduced shape (emulated) */
     double speedup;
     char baseline[64];
     int emulated;
@@ -339,6 +340,7 @@ static void row_fill(struct row *r)
     r->peer = -1;
     r->best = graph_tree_best(&r->tree);
     r->passed = r->best >= 0;
+    r->reduced = !r->passed && graph_tree_best_reduced(&r->tree) >= 0;
     if (r->passed) {
         const struct graph_rec *o = &r->tree.nodes[r->best].out;
         r->speedup = bnum(o, "speedup", 0);
@@ -484,9 +486,10 @@ static void family_table(FILE *f, const struct row *rows, size_t nr, int any_emu
 static int report_write(FILE *f, struct graph *g, const struct row *rows, size_t nr,
                         const struct plat_probe *probe)
 {
-    int npass = 0, any_emulated = 0, any_llm = 0, any_native = 0;
+    int npass = 0, nreduced = 0, any_emulated = 0, any_llm = 0, any_native = 0;
     for (size_t i = 0; i < nr; i++) {
         npass += rows[i].passed;
+        nreduced += rows[i].reduced;
         any_emulated |= rows[i].passed && rows[i].emulated;
         any_llm |= rows[i].llm;
         any_native |= rows[i].passed && !rows[i].emulated && rows[i].median_ns > 0;
@@ -505,9 +508,11 @@ static int report_write(FILE *f, struct graph *g, const struct row *rows, size_t
                "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;font-size:12px}"
                "h2{margin-top:1.5em}svg{display:block;max-width:none}"
                ".scroll{overflow-x:auto}pre{font-size:11px;background:#f6f8fa;padding:6px}</style>"
-               "</head><body>\n<h1>kope report</h1>\n<p>%zu task(s) with decisions, %d passed. "
+               "</head><body>\n<h1>kope report</h1>\n<p>%zu task(s) with decisions, %d passed%s%.0d%s. "
                "Ratios are a same-run baseline / the task's best kernel (&gt; 1: the kernel is better).%s</p>\n",
-            nr, npass,
+            nr, npass, nreduced ? ", " : "", nreduced,
+            nreduced ? " verified at a reduced shape only (emulated: the task case cut to the emulation "
+                       "cap; the full shape on a board or with <code>kope run --full-shape</code>)" : "",
             any_emulated ? " <b>*</b> marks an emulated ratio (qemu): not a speed, but the ratio of the "
                            "vector-cost model (vcost: register groups per vector instruction, so LMUL is "
                            "not free; docs/K3-KERNELS.md), or of instruction counts where a kernel could "
@@ -580,7 +585,7 @@ static int report_write(FILE *f, struct graph *g, const struct row *rows, size_t
         fprintf(f, "</td><td>");
         esc(f, r->op);
         fprintf(f, "%s</td><td>%s</td><td>%zu</td><td>", r->user_op ? " (user op)" : "",
-                r->passed ? "yes" : "no", r->tree.n);
+                r->passed ? "yes" : r->reduced ? "reduced shape only" : "no", r->tree.n);
         if (r->peer >= 0) {
             fprintf(f, "%.2fx%s</td><td>", r->ratios[r->peer].v, mark);
             esc(f, r->ratios[r->peer].name);
@@ -684,9 +689,11 @@ int cli_report(struct cli *c, int argc, char **argv)
         fprintf(stderr, "kope report: cannot write %s\n", path);
         goto out;
     }
-    int npass = 0;
-    for (size_t i = 0; i < nr; i++)
+    int npass = 0, nreduced = 0;
+    for (size_t i = 0; i < nr; i++) {
         npass += rows[i].passed;
+        nreduced += rows[i].reduced;
+    }
     if (report_write(f, &g, rows, nr, &probe))
         goto out;
     fprintf(f, "</body></html>\n");
@@ -696,7 +703,11 @@ int cli_report(struct cli *c, int argc, char **argv)
         goto out;
     }
     f = NULL;
-    printf("wrote %s: %zu task(s), %d passed\n", path, nr, npass);
+    if (nreduced)
+        printf("wrote %s: %zu task(s), %d passed, %d verified at reduced shape only (emulated)\n", path, nr,
+               npass, nreduced);
+    else
+        printf("wrote %s: %zu task(s), %d passed\n", path, nr, npass);
     ret = CLI_OK;
 out:
     if (f)

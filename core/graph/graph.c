@@ -990,6 +990,27 @@ int graph_tree_best(const struct graph_tree *t)
     return best;
 }
 
+int graph_tree_best_reduced(const struct graph_tree *t)
+{
+    int best = -1;
+    double bs = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        const struct graph_node *n = &t->nodes[i];
+        const char *st = n->has_outcome ? body_str(&n->out, "status") : NULL;
+        if (!st || strcmp(st, "pass") != 0 || strcmp(n->out.kind, "outcome") != 0 ||
+            strcmp(n->out.target, t->task.target) != 0 ||
+            !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(n->out.json, "body"),
+                                                           "reduced_shape")))
+            continue;
+        double s = graph_outcome_rank(&n->out);
+        if (best < 0 || s > bs) {
+            best = (int)i;
+            bs = s;
+        }
+    }
+    return best;
+}
+
 int graph_task_best(struct graph *g, const uint8_t task[32], struct graph_best *b)
 {
     struct graph_tree t;
@@ -1029,10 +1050,13 @@ static void outcome_text(const struct graph_node *n, char *buf, size_t cap)
     const char *st = body_str(&n->out, "status");
     const char *base = body_str(&n->out, "baseline");
     double sp = body_num(&n->out, "speedup", -1);
-    const cJSON *em = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(n->out.json, "body"), "emulated");
+    const cJSON *body = cJSON_GetObjectItemCaseSensitive(n->out.json, "body");
+    const cJSON *em = cJSON_GetObjectItemCaseSensitive(body, "emulated");
+    const char *cut = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(body, "reduced_shape"))
+                          ? ", verified at reduced shape only" : "";
     if (sp >= 0)
-        snprintf(buf, cap, "%s %.2fx vs %s%s", st ? st : "?", sp, base ? base : "baseline",
-                 cJSON_IsTrue(em) ? " (emulated: vcost ratio)" : "");
+        snprintf(buf, cap, "%s %.2fx vs %s%s%s", st ? st : "?", sp, base ? base : "baseline",
+                 cJSON_IsTrue(em) ? " (emulated: vcost ratio)" : "", cut);
     else
         snprintf(buf, cap, "%s%s%s", st ? st : "?", body_str(&n->out, "reason") ? ": " : "",
                  body_str(&n->out, "reason") ? body_str(&n->out, "reason") : "");
@@ -1082,6 +1106,9 @@ void graph_tree_print(const struct graph_tree *t, FILE *f)
         while (n--)
             fprintf(f, " %.12s%s", t->nodes[path[n]].dec.id_hex, n ? " ->" : "");
         fprintf(f, "\n");
+    } else if (graph_tree_best_reduced(t) >= 0) {
+        fprintf(f, "best path: none verified at the task's shape; passed at a reduced shape only "
+                   "(emulated): full shape on a board or with --full-shape\n");
     } else {
         fprintf(f, "best path: none passed yet\n");
     }

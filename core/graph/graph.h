@@ -171,6 +171,11 @@ int graph_outcome_verified(const struct graph_rec *out, const char *target);
 double graph_outcome_rank(const struct graph_rec *out);
 /* Index of t's best node by the definition above, or -1 when none passed. */
 int graph_tree_best(const struct graph_tree *t);
+/* Index of t's best node among the passes verified only at a reduced shape
+ * (the task's own target, status "pass", body "reduced_shape": true): what
+ * an emulated run could judge of a task too large to check whole. Never a
+ * task's best; -1 when there is none. */
+int graph_tree_best_reduced(const struct graph_tree *t);
 
 /* A task's best, read from the store. found = 0 when nothing passed. */
 struct graph_best {

@@ -1337,8 +1337,9 @@ static int harness_run(struct platform *p, const struct plat_task *t, const stru
                              : k->emulated ? K3_MIN_REPEAT_MS_EMULATED : K3_MIN_REPEAT_MS_NATIVE);
     proc_cmd_arg(&c, "max_rep=%d", s->max_repeats > 0 ? s->max_repeats : 1000);
     proc_cmd_arg(&c, "max_work=%.0f", !k->emulated ? 0.0
-                                 : strcmp(mode, "verify") == 0 ? K3_MAX_WORK_VERIFY_EMULATED
-                                                               : K3_MAX_WORK_EMULATED);
+                                 : strcmp(mode, "verify") != 0 ? K3_MAX_WORK_EMULATED
+                                 : (s->flags & PLAT_SET_FULL_SHAPE) ? 0.0 /* the user accepts the time */
+                                                                    : K3_MAX_WORK_VERIFY_EMULATED);
     int hf = 0;
     if (s->flags & PLAT_SET_FLUSH_CACHE) hf |= H_FLAG_FLUSH;
     if (s->flags & PLAT_SET_NO_BASELINES) hf |= H_FLAG_NO_BASELINES;
@@ -1355,6 +1356,8 @@ static int harness_run(struct platform *p, const struct plat_task *t, const stru
     }
     int timeout = s->timeout_ms > 0 ? s->timeout_ms
                   : k->emulated ? K3_TIMEOUT_MS_EMULATED : K3_TIMEOUT_MS_NATIVE;
+    if (k->emulated && (s->flags & PLAT_SET_FULL_SHAPE) && s->timeout_ms <= 0 && strcmp(mode, "verify") == 0)
+        timeout *= 10; /* a whole large task under qemu: minutes, not seconds */
     struct proc_spec r = {
         .argv = c.argv, .cwd = dir, .timeout_ms = timeout, .cpu_s = timeout / 1000 + 1,
         .mem_bytes = s->mem_limit_bytes ? s->mem_limit_bytes : K3_MEM_LIMIT,
