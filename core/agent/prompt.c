@@ -50,6 +50,8 @@ static int prompt_fallback(const struct ctx_request *rq, struct ctx_prompt *p)
         if (f->speedup > 0)
             buf_printf(&u, "speedup %.2fx vs %s%s\n", f->speedup, f->baseline ? f->baseline : "baseline",
                        f->emulated ? " (vcost, emulated)" : "");
+        if (f->taken)
+            buf_printf(&u, "From your reply kope %s.\n", f->taken);
         if (f->text)
             buf_printf(&u, "%.*s\n", CTX_FEEDBACK_MAX_BYTES, f->text);
     }
@@ -114,9 +116,11 @@ int prompt_make(struct run *r, const struct plat_task *t, const uint8_t *task, c
         const cJSON *reason = history_body(&n->out, "reason"), *diag = history_body(&n->out, "diag");
         const cJSON *sp = history_body(&n->out, "speedup"), *bl = history_body(&n->out, "baseline");
         const cJSON *em = history_body(&n->out, "emulated"), *lab = history_body(&n->dec, "params");
+        const cJSON *taken = history_body(&n->dec, "taken");
         f->stage = cJSON_IsString(stage) ? stage->valuestring : NULL;
         f->status = cJSON_IsString(st) ? st->valuestring : NULL;
         f->tags = cJSON_IsString(lab) ? lab->valuestring : NULL;
+        f->taken = cJSON_IsString(taken) ? taken->valuestring : NULL;
         size_t len;
         if (cJSON_IsString(diag) && graph_blob_get(r->g, diag->valuestring, &fb_text[nfb], &len) == 0)
             f->text = fb_text[nfb];

@@ -298,6 +298,8 @@ static char *feedback_text(const struct ctx_feedback *f, size_t idx, size_t n,
         buf_printf(&b, ", %.2fx vs %s%s", f->speedup, f->baseline ? f->baseline : "baseline",
                    f->emulated ? " (vcost ratio, emulated)" : "");
     buf_addc(&b, '\n');
+    if (f->taken && *f->taken)
+        buf_printf(&b, "From your reply kope %s.\n", f->taken);
     if (f->text && *f->text) {
         char *t = cut_text(f->text, max_text_bytes);
         if (!t) {
@@ -706,8 +708,9 @@ static int build_passive(struct graph *g, const struct ctx_request *rq, struct c
                    rq->best_source);
     for (size_t i = 0; i < rq->n_feedback; i++) {
         const struct ctx_feedback *f = &rq->feedback[i];
-        buf_printf(&u, "## Feedback %zu: %s %s\n%s\n", i + 1, f->stage ? f->stage : "result",
-                   f->status ? f->status : "?", f->text ? f->text : "");
+        buf_printf(&u, "## Feedback %zu: %s %s\n%s%s%s%s\n", i + 1, f->stage ? f->stage : "result",
+                   f->status ? f->status : "?", f->taken ? "From your reply kope " : "",
+                   f->taken ? f->taken : "", f->taken ? ".\n" : "", f->text ? f->text : "");
     }
     buf_addc(&u, '\n');
     buf_adds(&u, close);

@@ -103,6 +103,7 @@ struct ctx_feedback {
     const char *tags;    /* the attempt's decision tags, comma separated */
     const char *text;    /* compiler diagnostics, failing cases, timing summary
                             (cut to CTX_FEEDBACK_MAX_BYTES in the prompt) */
+    const char *taken;   /* which of the reply's code blocks was judged, NULL = its only one */
     double speedup;      /* > 0 when measured (vs baseline) */
     const char *baseline;/* name of that baseline ("scalar-O2") */
     int emulated;        /* 1: speedup is an icount ratio under qemu */
