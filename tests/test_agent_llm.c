@@ -781,6 +781,15 @@ static void test_reply_blocks(void **state)
         print_error("%s\n", srv.req[1].body);
     assert_non_null(strstr(srv.req[1].body, "took code block 1 of 2 (```c, "));
     assert_non_null(strstr(srv.req[1].body, "the one that defines kope_kernel"));
+    /* the best and the passing attempt are given against the best same-run
+     * peer too, not only autovec-O3 (core/agent/bestpeer.c's pick) */
+    const char *best = strstr(srv.req[1].body, "## Current best kernel (pass, ");
+    assert_non_null(best);
+    const char *eol = strstr(best, "\\n");
+    assert_non_null(eol);
+    const char *peer = strstr(best, "x vs the best same-run peer ");
+    const char *same = strstr(best, "(the best same-run peer)");
+    assert_true((peer && peer < eol) || (same && same < eol));
     assert_non_null(strstr(srv.req[2].body, "no_code"));
     assert_non_null(strstr(srv.req[2].body, "2 code blocks define kope_kernel (blocks 1 and 2)"));
     ts_stop(&srv);
