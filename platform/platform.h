@@ -521,6 +521,12 @@ struct plat_prompt {
      * probe, or with pr NULL when none is known; into buf (cap bytes,
      * always NUL-terminated). Required. */
     void (*machine)(const struct plat_probe *pr, char *buf, size_t cap);
+    /* How a candidate is verified and what ranks it, for the system message
+     * (so always in the prompt), written from the code that judges and
+     * measures (k3: the vector-cost model's weight table); pr as for
+     * machine (NULL: describe both emulated and native). Into buf (cap
+     * bytes, NUL-terminated). NULL = the target has no such text. */
+    void (*judging)(const struct plat_probe *pr, char *buf, size_t cap);
 };
 
 /* ------------------------------------------------------------------------

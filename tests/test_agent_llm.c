@@ -740,6 +740,67 @@ static void test_truncated_and_reasoning_only(void **state)
     free(b2);
 }
 
+/* Reply extraction in the loop: a reply with the kernel and a longer
+ * self-test block is judged by its kernel (it passes) and the next prompt
+ * says which block was taken; a reply with two definitions is refused, and
+ * the next prompt says why. */
+static void test_reply_blocks(void **state)
+{
+    (void)state;
+    static char out[65536];
+    char *good = good_source();
+    size_t pad = strlen(good) + 256;
+    char *c1 = malloc(2 * pad + 1024), *c2 = malloc(2 * pad + 1024);
+    assert_non_null(c1);
+    assert_non_null(c2);
+    int n = sprintf(c1, "TAGS: lmul2\nRATIONALE: with a self-test\n```c\n%s\n```\nTest it with:\n```c\n"
+                        "#include <stdio.h>\nint main(void)\n{\n    float x[4] = {1, 2, 3, 4}, y[4] = {0}, o[4];\n"
+                        "    kope_kernel(4, x, y, o, 0);\n", good);
+    for (size_t i = 0; i < pad / 40; i++)
+        n += sprintf(c1 + n, "    printf(\"%%g %%g\\n\", o[0], o[1]); /* check */\n");
+    sprintf(c1 + n, "    return 0;\n}\n```\n");
+    sprintf(c2, "TAGS: twice\n```c\n%s\n```\nOr:\n```c\n%s\n```\n", WRONG, good);
+    char *b1 = chat_raw(c1, "stop", NULL), *b2 = chat_raw(c2, "stop", NULL), *b3 = chat_body("sub", WRONG);
+    const struct ts_reply script[] = {{.status = 200, .body = b1}, {.status = 200, .body = b2},
+                                      {.status = 200, .body = b3}};
+    struct ts_server srv;
+    serve_llm(&srv, script, 3);
+    const char *db = tpath("blocks.db"), *suite = write_suite();
+    test_store_init(db);
+    int rc = run_cmd(out, sizeof out, "%s --db %s run --suite %s --budget 4", kope_bin(), db, suite);
+    if (rc != 0)
+        print_error("%s\n", out);
+    assert_int_equal(rc, 0);
+    assert_int_equal(srv.n_req, 3);
+    struct llm_count c;
+    count_llm(db, &c);
+    assert_int_equal(c.llm, 3);
+    assert_int_equal(c.pass, 2); /* the tuner's default and the kernel beside its test */
+    assert_int_equal(c.compile_error, 0);
+    if (!strstr(srv.req[1].body, "took code block 1 of 2 (```c, "))
+        print_error("%s\n", srv.req[1].body);
+    assert_non_null(strstr(srv.req[1].body, "took code block 1 of 2 (```c, "));
+    assert_non_null(strstr(srv.req[1].body, "the one that defines kope_kernel"));
+    /* the best and the passing attempt are given against the best same-run
+     * peer too, not only autovec-O3 (core/agent/bestpeer.c's pick) */
+    const char *best = strstr(srv.req[1].body, "## Current best kernel (pass, ");
+    assert_non_null(best);
+    const char *eol = strstr(best, "\\n");
+    assert_non_null(eol);
+    const char *peer = strstr(best, "x vs the best same-run peer ");
+    const char *same = strstr(best, "(the best same-run peer)");
+    assert_true((peer && peer < eol) || (same && same < eol));
+    assert_non_null(strstr(srv.req[2].body, "no_code"));
+    assert_non_null(strstr(srv.req[2].body, "2 code blocks define kope_kernel (blocks 1 and 2)"));
+    ts_stop(&srv);
+    free(b1);
+    free(b2);
+    free(b3);
+    free(c1);
+    free(c2);
+    free(good);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -750,6 +811,7 @@ int main(void)
         cmocka_unit_test(test_context_is_what_run_sends),
         cmocka_unit_test(test_truncated_and_reasoning_only),
         cmocka_unit_test(test_malformed_row_not_link_down),
+        cmocka_unit_test(test_reply_blocks),
     };
     return cmocka_run_group_tests_name("agent_llm", tests, setup, NULL);
 }

@@ -21,6 +21,8 @@
 #include "core/context/tokens.h"
 #include "core/util.h"
 #include "context_fixture.h"
+#include "platform/embed.h"
+#include "platform/k3/qemu/vcost_model.h"
 
 static uint8_t T_SILU_K3[32], T_SILU_K3_BIG[32], T_SILU_ASC[32], T_SIG_K3[32], T_GEMM_K3[32],
     T_SILU_OWN[32];
@@ -115,7 +117,8 @@ static void test_deterministic(void **s)
     struct plat_task t = silu_task(4864);
     struct ctx_request rq;
     request(&rq, &t);
-    struct ctx_feedback fb = {"verify", "wrong_result", "lmul8", "case n=9: max_rel 0.3", 0, NULL, 1};
+    struct ctx_feedback fb = {.stage = "verify", .status = "wrong_result", .tags = "lmul8",
+                             .text = "case n=9: max_rel 0.3", .emulated = 1};
     rq.feedback = &fb;
     rq.n_feedback = 1;
     struct ctx_prompt a, b, c;
@@ -155,7 +158,7 @@ static void test_budget_respected(void **s)
     struct fx f;
     build_graph(&f, "budget");
     struct plat_task t = silu_task(4864);
-    const size_t budgets[] = {CTX_BUDGET_MIN, 900, 1500, 3000, 6000, 20000};
+    const size_t budgets[] = {CTX_BUDGET_MIN, 1200, 1500, 3000, 6000, 20000};
     size_t prev_warm_cold = 0;
     for (size_t i = 0; i < sizeof budgets / sizeof budgets[0]; i++) {
         struct ctx_request rq;
@@ -204,7 +207,7 @@ static void test_hot_trimming_order(void **s)
             off += (size_t)snprintf(texts[i] + off, sizeof texts[i] - off,
                                     "k.c:%d:%zu: error: attempt %d unknown type vfloat32m%d_t\n",
                                     10 + i, off, i + 1, i);
-        fb[i] = (struct ctx_feedback){"compile", "compile_error", "try", texts[i], 0, NULL, 0};
+        fb[i] = (struct ctx_feedback){.stage = "compile", .status = "compile_error", .tags = "try", .text = texts[i]};
     }
     struct ctx_request rq;
     request(&rq, &t);
@@ -271,8 +274,8 @@ static void test_budget_property(void **s)
             for (size_t k = 0; k < len; k++)
                 texts[i][k] = (char)(k % 61 == 60 ? '\n' : 'a' + (int)((k * 7 + i) % 26));
             texts[i][len] = '\0';
-            fb[i] = (struct ctx_feedback){"verify", i % 2 ? "wrong_result" : "compile_error", "t",
-                                          texts[i], 0, NULL, 0};
+            fb[i] = (struct ctx_feedback){.stage = "verify", .status = i % 2 ? "wrong_result" : "compile_error",
+                                          .tags = "t", .text = texts[i]};
         }
         struct ctx_request rq;
         request(&rq, &t);
@@ -606,6 +609,94 @@ static void test_probe_record_used(void **s)
     fx_close(&f);
 }
 
+/* The metric the prompt states is the table the icount plugin charges by
+ * (vcost_model.h; tests/test_k3_icount.c checks the plugin against the same
+ * table): every charged class with its factor, the divide-versus-estimate
+ * advice with the model's own numbers, always in the system message, and
+ * the knowledge file no longer calling it an instruction count. */
+static void test_metric_is_the_model(void **s)
+{
+    (void)s;
+    const struct plat_prompt *pc = platform_prompt("k3");
+    assert_non_null(pc->judging);
+    struct plat_probe em;
+    memset(&em, 0, sizeof em);
+    em.emulated = 1;
+    char text[4096], want[256];
+    pc->judging(&em, text, sizeof text);
+    assert_true(strlen(text) + 1 < sizeof text); /* not cut */
+    int charged = 0;
+    for (int c = 0; c < VC_N_CLASSES; c++) {
+        const struct vc_class_doc *d = vc_class_doc((enum vclass)c);
+        if (!d->name)
+            continue;
+        charged++;
+        if (c == VC_GATHER)
+            snprintf(want, sizeof want, " %s LMUL, so LMUL^2 (%s)", d->name, d->what);
+        else if (c == VC_FIXED)
+            snprintf(want, sizeof want, " %s", d->what);
+        else if (d->what[0])
+            snprintf(want, sizeof want, " %s %u (%s)", d->name, vc_factor[c], d->what);
+        else
+            snprintf(want, sizeof want, " %s %u", d->name, vc_factor[c]);
+        if (!strstr(text, want))
+            fail_msg("class %d not stated as the table has it: want \"%s\" in\n%s", c, want, text);
+    }
+    assert_int_equal(charged, VC_N_CLASSES - 3); /* all but none, vsetvli/vsetivli, vsetvl */
+    /* vfrec7 + 2 Newton steps: 5 base ops against one divide */
+    unsigned recip = 5 * vc_factor[VC_BASE];
+    snprintf(want, sizeof want, "Per group a vfdiv costs %u, vfrec7 + 2 Newton steps %u: the estimate %s",
+             vc_factor[VC_DIVIDE], recip,
+             recip > vc_factor[VC_DIVIDE] ? "costs more" : recip == vc_factor[VC_DIVIDE] ? "gains nothing"
+                                                                                      : "is cheaper");
+    if (!strstr(text, want))
+        fail_msg("want \"%s\" in\n%s", want, text);
+    snprintf(want, sizeof want, "a vfadd at LMUL 8 costs %u", 8 * vc_factor[VC_BASE]);
+    assert_non_null(strstr(text, want));
+    assert_non_null(strstr(text, "against autovec-O3 and the best same-run peer"));
+    assert_null(strstr(text, "On the board")); /* emulated: the native metric is not in force */
+    /* natively: time, and no model */
+    struct plat_probe nat = em;
+    nat.emulated = 0;
+    pc->judging(&nat, text, sizeof text);
+    assert_non_null(strstr(text, "On the board ranked by time"));
+    assert_null(strstr(text, "vcost"));
+    /* in the system message of every prompt, whatever the budget leaves */
+    struct fx f;
+    build_graph(&f, "metric");
+    struct plat_task t = silu_task(4864);
+    struct ctx_request rq;
+    request(&rq, &t);
+    rq.probe = &em;
+    rq.budget_tokens = CTX_BUDGET_MIN * 3;
+    struct ctx_prompt p;
+    ctx_prompt_init(&p);
+    assert_int_equal(context_build(&f.g, &rq, &p), 0);
+    pc->judging(&em, text, sizeof text);
+    assert_non_null(strstr(p.system, text));
+    ctx_prompt_free(&p);
+    /* a measured attempt's feedback gives the best same-run peer's ratio too */
+    struct ctx_feedback fb = {.stage = "measure", .status = "pass", .speedup = 1.5, .baseline = "autovec-O3",
+                              .emulated = 1, .peer = "openblas", .peer_ratio = 0.9};
+    request(&rq, &t);
+    rq.feedback = &fb;
+    rq.n_feedback = 1;
+    ctx_prompt_init(&p);
+    assert_int_equal(context_build(&f.g, &rq, &p), 0);
+    assert_non_null(strstr(p.user, "pass, 1.50x vs autovec-O3, 0.90x vs the best same-run peer openblas "
+                                   "(vcost ratios, emulated)"));
+    ctx_prompt_free(&p);
+    fx_close(&f);
+    /* the knowledge file's old, wrong sentence is gone */
+    const struct embed_file *k = embed_find("core/knowledge/x100-k3.md");
+    assert_non_null(k);
+    char *kt = strndup(k->data, k->len);
+    assert_non_null(kt);
+    assert_null(strstr(kt, "ratio of dynamic instruction counts"));
+    assert_non_null(strstr(kt, "vector-cost model"));
+    free(kt);
+}
+
 /* Bodies written by other kope versions or peers may lack members or hold
  * the wrong types: retrieval skips what it cannot use and the budget holds. */
 static void test_odd_bodies(void **s)
@@ -768,6 +859,7 @@ int main(void)
         cmocka_unit_test(test_odd_bodies),
         cmocka_unit_test(test_ascend_prompt),
         cmocka_unit_test(test_cli_context),
+        cmocka_unit_test(test_metric_is_the_model),
     };
     return cmocka_run_group_tests_name("context", tests, NULL, NULL);
 }

@@ -142,7 +142,7 @@ static size_t make_prompts(struct prompt_file *pf)
             ctx_request_init(&rq);
             rq.task = &te->t;
             rq.task_id = ids[i];
-            struct ctx_feedback fb = {"compile", "compile_error", "lmul8", diag, 0, NULL, 0};
+            struct ctx_feedback fb = {.stage = "compile", .status = "compile_error", .tags = "lmul8", .text = diag};
             if (i % 2) {
                 rq.feedback = &fb;
                 rq.n_feedback = 1;

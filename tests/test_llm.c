@@ -684,10 +684,13 @@ static void test_error_codes(void **state)
 static void test_extract_rules(void **state)
 {
     (void)state;
-    /* The longest C-like block wins; other languages are skipped. */
+    /* No block defines kope_kernel: the longest C-like block, and taken says
+     * so; other languages are skipped. */
     assert_int_equal(reply_extract("```bash\nmake\n```\n```c\nint a;\n```\n```\nint b(void) { return 2; }\n```\n"
                                        "```json\n{\"very\":\"long long long long long long long\"}\n```\n", &got), 0);
     assert_string_equal(got.kernel, "int b(void) { return 2; }\n");
+    assert_string_equal(got.taken, "took code block 3 of 4 (```, 1 lines): the longest, though no block "
+                                   "defines kope_kernel");
     /* Only other languages: no code, with the reason. */
     assert_int_equal(reply_extract("```python\nprint(1)\n```\n", &got), 0);
     assert_null(got.kernel);
@@ -706,6 +709,38 @@ static void test_extract_rules(void **state)
     assert_string_equal(got.tags[0], "lmul-8");
     assert_string_equal(got.tags[1], "strip-mine");
     assert_string_equal(got.rationale, "fewer strips.");
+    /* The block that defines kope_kernel, not a longer self-test block that
+     * only calls it (its mentions in comments and strings define nothing) */
+    static const char kernel_then_test[] =
+        "TAGS: lmul-2\n```c\n#include \"kernel_abi.h\"\n"
+        "void kope_kernel(size_t n, float *out /* in, out */)\n{ for (size_t i = 0; i < n; i++) out[i] = 0; }\n"
+        "```\nA test:\n```c\n#include <stdio.h>\n/* kope_kernel(n) { */\n"
+        "void kope_kernel(size_t n, float *out);\n"
+        "int main(void) { float o[4]; kope_kernel(4, o); puts(\"kope_kernel() {\"); "
+        "printf(\"%g %g %g %g\\n\", o[0], o[1], o[2], o[3]); return 0; }\n```\n";
+    assert_int_equal(reply_extract(kernel_then_test, &got), 0);
+    assert_int_equal(got.code, REPLY_CODE_FENCED);
+    assert_non_null(strstr(got.kernel, "out[i] = 0"));
+    assert_null(strstr(got.kernel, "main"));
+    assert_string_equal(got.taken, "took code block 1 of 2 (```c, 3 lines): the one that defines kope_kernel");
+    /* the test block first, the kernel (KOPE_KERNEL, a comment before its
+     * body) second: still the kernel */
+    assert_int_equal(reply_extract("```c\nint main(void) { kope_kernel(1, 0); return 0; }\n```\n"
+                                   "```c\nvoid KOPE_KERNEL(size_t n, float *o) /* body: */\n{ (void)n; (void)o; }\n```\n",
+                                   &got), 0);
+    assert_non_null(strstr(got.kernel, "KOPE_KERNEL"));
+    assert_non_null(strstr(got.taken, "block 2 of 2"));
+    /* Two blocks define it: refused, naming both, whatever their lengths */
+    assert_int_equal(reply_extract("```c\nvoid kope_kernel(void) { }\n```\ntext\n```c\nint x;\n```\n"
+                                   "```cpp\nvoid kope_kernel (void)\n{\n  /* a longer second copy */\n}\n```\n",
+                                   &got), 0);
+    assert_int_equal(got.code, REPLY_CODE_NONE);
+    assert_null(got.kernel);
+    assert_non_null(strstr(got.no_code, "2 code blocks define kope_kernel (blocks 1 and 3)"));
+    /* one block, one definition: nothing to say about which */
+    assert_int_equal(reply_extract("```c\nvoid kope_kernel(void) { }\n```\n", &got), 0);
+    assert_non_null(got.kernel);
+    assert_string_equal(got.taken, "");
     /* Empty content. */
     assert_int_equal(reply_extract("", &got), 0);
     assert_int_equal(got.code, REPLY_CODE_NONE);

@@ -9,6 +9,7 @@
 
 #include <cJSON.h>
 
+#include "core/agent/bestpeer.h"
 #include "core/buf.h"
 #include "core/context/context.h"
 #include "core/err.h"
@@ -30,10 +31,12 @@ static int prompt_fallback(const struct ctx_request *rq, struct ctx_prompt *p)
     task_shape_print(rq->task, shape, sizeof shape);
     /* the target's contract here too (platform_ops.prompt) */
     const struct plat_prompt *pc = platform_prompt(rq->target);
-    char fmt[REPLY_FORMAT_MAX];
+    char fmt[REPLY_FORMAT_MAX], judging[4096] = "";
     reply_format(pc->lang, fmt, sizeof fmt);
-    buf_printf(&s, "You optimize one compute kernel for the %s target (%s). %s\n\n%s\n", rq->target, pc->about,
-               pc->contract, fmt);
+    if (pc->judging)
+        pc->judging(rq->probe, judging, sizeof judging);
+    buf_printf(&s, "You optimize one compute kernel for the %s target (%s). %s\n\n%s%s\n", rq->target, pc->about,
+               pc->contract, judging, fmt);
     buf_printf(&u, "## Task\n%s: op %s, %s, rtol %g atol %g\nSignature: %s\n", rq->task->name,
                plat_task_op_name(rq->task), shape, rq->task->rtol, rq->task->atol,
                pc->signature(rq->task->family));
@@ -48,8 +51,11 @@ static int prompt_fallback(const struct ctx_request *rq, struct ctx_prompt *p)
         buf_printf(&u, "\n## Attempt feedback %zu: %s %s%s%s\n", i + 1, f->stage ? f->stage : "",
                    f->status ? f->status : "", f->tags ? " tags " : "", f->tags ? f->tags : "");
         if (f->speedup > 0)
-            buf_printf(&u, "speedup %.2fx vs %s%s\n", f->speedup, f->baseline ? f->baseline : "baseline",
-                       f->emulated ? " (vcost, emulated)" : "");
+            buf_printf(&u, "speedup %.2fx vs %s, %.2fx vs the best same-run peer %s%s\n", f->speedup,
+                       f->baseline ? f->baseline : "baseline", f->peer ? f->peer_ratio : f->speedup,
+                       f->peer ? f->peer : "(none other)", f->emulated ? " (vcost, emulated)" : "");
+        if (f->taken)
+            buf_printf(&u, "From your reply kope %s.\n", f->taken);
         if (f->text)
             buf_printf(&u, "%.*s\n", CTX_FEEDBACK_MAX_BYTES, f->text);
     }
@@ -63,6 +69,26 @@ static int prompt_fallback(const struct ctx_request *rq, struct ctx_prompt *p)
     p->user = buf_detach(&u, NULL);
     p->n_tokens_raw = p->n_tokens = (strlen(p->system) + strlen(p->user)) / 4;
     return 0;
+}
+
+/* The best same-run peer among an outcome's "ratios" (core/agent/bestpeer.h):
+ * its name (borrowed from the record) and ratio, or NULL. */
+static const char *peer_of(const cJSON *ratios, double *ratio)
+{
+    double v[PLAT_MAX_BASELINES];
+    const char *name[PLAT_MAX_BASELINES];
+    int n = 0;
+    const cJSON *x;
+    cJSON_ArrayForEach(x, ratios)
+    {
+        if (n < PLAT_MAX_BASELINES && cJSON_IsNumber(x) && x->string) {
+            name[n] = x->string;
+            v[n++] = x->valuedouble;
+        }
+    }
+    int b = bestpeer_pick(v, n);
+    *ratio = b >= 0 ? v[b] : 0;
+    return b >= 0 ? name[b] : NULL;
 }
 
 int prompt_make(struct run *r, const struct plat_task *t, const uint8_t *task, const struct history *h,
@@ -91,9 +117,16 @@ int prompt_make(struct run *r, const struct plat_task *t, const uint8_t *task, c
             graph_blob_get(r->g, src->valuestring, &best_src, &len);
         const cJSON *sp = history_body(&b->out, "speedup"), *bl = history_body(&b->out, "baseline");
         const cJSON *met = history_body(&b->out, "metric");
+        double pr_ratio;
+        const char *peer = peer_of(history_body(&b->out, "ratios"), &pr_ratio);
+        char peer_txt[96] = "";
+        if (peer && !(cJSON_IsString(bl) && strcmp(peer, bl->valuestring) == 0))
+            snprintf(peer_txt, sizeof peer_txt, ", %.2fx vs the best same-run peer %.40s", pr_ratio, peer);
+        else if (peer)
+            snprintf(peer_txt, sizeof peer_txt, " (the best same-run peer)");
         if (cJSON_IsNumber(sp))
-            snprintf(summary, sizeof summary, "pass, %.2fx vs %s%s%s%s", sp->valuedouble,
-                     cJSON_IsString(bl) ? bl->valuestring : "baseline",
+            snprintf(summary, sizeof summary, "pass, %.2fx vs %s%s%s%s%s", sp->valuedouble,
+                     cJSON_IsString(bl) ? bl->valuestring : "baseline", peer_txt,
                      cJSON_IsTrue(history_body(&b->out, "emulated")) ? " (emulated, by " : "",
                      cJSON_IsTrue(history_body(&b->out, "emulated"))
                          ? (cJSON_IsString(met) ? met->valuestring : "icount") : "",
@@ -114,9 +147,11 @@ int prompt_make(struct run *r, const struct plat_task *t, const uint8_t *task, c
         const cJSON *reason = history_body(&n->out, "reason"), *diag = history_body(&n->out, "diag");
         const cJSON *sp = history_body(&n->out, "speedup"), *bl = history_body(&n->out, "baseline");
         const cJSON *em = history_body(&n->out, "emulated"), *lab = history_body(&n->dec, "params");
+        const cJSON *taken = history_body(&n->dec, "taken");
         f->stage = cJSON_IsString(stage) ? stage->valuestring : NULL;
         f->status = cJSON_IsString(st) ? st->valuestring : NULL;
         f->tags = cJSON_IsString(lab) ? lab->valuestring : NULL;
+        f->taken = cJSON_IsString(taken) ? taken->valuestring : NULL;
         size_t len;
         if (cJSON_IsString(diag) && graph_blob_get(r->g, diag->valuestring, &fb_text[nfb], &len) == 0)
             f->text = fb_text[nfb];
@@ -125,6 +160,7 @@ int prompt_make(struct run *r, const struct plat_task *t, const uint8_t *task, c
         f->speedup = cJSON_IsNumber(sp) ? sp->valuedouble : 0;
         f->baseline = cJSON_IsString(bl) ? bl->valuestring : NULL;
         f->emulated = cJSON_IsTrue(em);
+        f->peer = peer_of(history_body(&n->out, "ratios"), &f->peer_ratio);
         nfb++;
     }
     rq.feedback = fb;

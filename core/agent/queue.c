@@ -251,6 +251,7 @@ int queue_apply(struct run *r, const struct store_queue_row *row, const struct p
     pr.src = rep.kernel;
     pr.len = rep.kernel ? strlen(rep.kernel) : 0;
     pr.no_code = rep.no_code;
+    pr.taken = rep.taken;
     if (!pr.src)
         reply_cut(j, &pr, cut, sizeof cut);
     pr.rationale = rep.rationale;

@@ -364,6 +364,8 @@ static int record(struct run *r, const uint8_t task[32], int trial, const struct
         cJSON_AddStringToObject(db, "params", pr->label);
     if (pr->rationale)
         cJSON_AddStringToObject(db, "rationale", pr->rationale);
+    if (pr->taken && pr->taken[0]) /* the next prompt says which block was judged */
+        cJSON_AddStringToObject(db, "taken", pr->taken);
     else if (pr->why)
         cJSON_AddStringToObject(db, "rationale", pr->why);
     if (r->id)

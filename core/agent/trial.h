@@ -73,6 +73,7 @@ struct proposal {
     size_t n_tags;
     const char *rationale;      /* borrowed, may be NULL */
     const char *no_code;        /* why there is no kernel */
+    const char *taken;          /* which of the reply's code blocks is src, NULL/"" = its only one */
     const char *status;         /* NULL, or an outcome status decided before evaluation
                                    ("duplicate"): then no_code is its reason */
     long tokens_in, tokens_out; /* LLM tokens of the call (0 otherwise) */

@@ -44,6 +44,7 @@
 #endif
 #define FEEDBACK_KEEP_MIN 600 /* bytes of the newest feedback kept before the source is cut */
 #define PROMPT_MAX (4u * 1024 * 1024) /* an active prompt's bytes, a safety cap */
+#define CTX_JUDGING_MAX 4096 /* the target's "how candidates are judged" text */
 #define KNOWLEDGE_SECTION_MAX 64
 #ifndef CTX_KNOWLEDGE_FILES_MAX
 #define CTX_KNOWLEDGE_FILES_MAX 16 /* knowledge files one prompt draws from */
@@ -177,16 +178,21 @@ static char *system_text(const struct ctx_request *rq)
 {
     const struct plat_prompt *pc = platform_prompt(rq->target);
     struct buf b;
-    char fmt[REPLY_FORMAT_MAX];
+    char fmt[REPLY_FORMAT_MAX], judging[CTX_JUDGING_MAX] = "";
     reply_format(pc->lang, fmt, sizeof fmt);
+    /* how candidates are verified and ranked: always in the prompt */
+    if (pc->judging)
+        pc->judging(rq->probe, judging, sizeof judging);
     buf_init(&b, 64 * 1024);
     buf_printf(&b,
                "You optimize one compute kernel for the %s target (%s). %s Correct first, then "
-               "fast: a candidate is verified against a double-precision reference and measured "
-               "against same-run baselines.\n"
+               "fast%s\n"
                "Experience lines marked FROM ANOTHER TARGET come from a different machine: "
-               "trust their correctness lessons, not their speeds.\n\n%s",
-               rq->target, pc->about, pc->contract, fmt);
+               "trust their correctness lessons, not their speeds.\n\n%s%s%s",
+               rq->target, pc->about, pc->contract,
+               judging[0] ? "." : ": a candidate is verified against a double-precision reference and "
+                                  "measured against same-run baselines.",
+               judging, judging[0] ? "\n" : "", fmt);
     return detach(&b);
 }
 
@@ -295,9 +301,16 @@ static char *feedback_text(const struct ctx_feedback *f, size_t idx, size_t n,
     if (f->tags && *f->tags)
         buf_printf(&b, " [%s]", f->tags);
     if (f->speedup > 0)
-        buf_printf(&b, ", %.2fx vs %s%s", f->speedup, f->baseline ? f->baseline : "baseline",
-                   f->emulated ? " (vcost ratio, emulated)" : "");
+        buf_printf(&b, ", %.2fx vs %s", f->speedup, f->baseline ? f->baseline : "baseline");
+    if (f->speedup > 0 && f->peer && f->peer_ratio > 0)
+        buf_printf(&b, f->baseline && strcmp(f->peer, f->baseline) == 0 ? " (the best same-run peer)"
+                                                                         : ", %.2fx vs the best same-run peer %s",
+                   f->peer_ratio, f->peer);
+    if (f->speedup > 0 && f->emulated)
+        buf_adds(&b, " (vcost ratios, emulated)");
     buf_addc(&b, '\n');
+    if (f->taken && *f->taken)
+        buf_printf(&b, "From your reply kope %s.\n", f->taken);
     if (f->text && *f->text) {
         char *t = cut_text(f->text, max_text_bytes);
         if (!t) {
@@ -706,8 +719,9 @@ static int build_passive(struct graph *g, const struct ctx_request *rq, struct c
                    rq->best_source);
     for (size_t i = 0; i < rq->n_feedback; i++) {
         const struct ctx_feedback *f = &rq->feedback[i];
-        buf_printf(&u, "## Feedback %zu: %s %s\n%s\n", i + 1, f->stage ? f->stage : "result",
-                   f->status ? f->status : "?", f->text ? f->text : "");
+        buf_printf(&u, "## Feedback %zu: %s %s\n%s%s%s%s\n", i + 1, f->stage ? f->stage : "result",
+                   f->status ? f->status : "?", f->taken ? "From your reply kope " : "",
+                   f->taken ? f->taken : "", f->taken ? ".\n" : "", f->text ? f->text : "");
     }
     buf_addc(&u, '\n');
     buf_adds(&u, close);

@@ -72,7 +72,7 @@
 #define CTX_BUDGET_DEFAULT 6000  /* tokens of system + user */
 #endif
 #ifndef CTX_BUDGET_MIN
-#define CTX_BUDGET_MIN 600       /* below this even the task does not fit */
+#define CTX_BUDGET_MIN 1000      /* below this the task and the judging notes do not fit */
 #endif
 #ifndef CTX_MAX_ITEMS
 #define CTX_MAX_ITEMS 256        /* candidate items considered per build */
@@ -106,6 +106,9 @@ struct ctx_feedback {
     double speedup;      /* > 0 when measured (vs baseline) */
     const char *baseline;/* name of that baseline ("scalar-O2") */
     int emulated;        /* 1: speedup is an icount ratio under qemu */
+    const char *taken;   /* which of the reply's code blocks was judged, NULL = its only one */
+    const char *peer;    /* the best same-run peer (smallest ratio), NULL = none */
+    double peer_ratio;   /* the ratio against it */
 };
 
 struct ctx_request {

@@ -232,13 +232,138 @@ static int extract_unfenced(const char *text, size_t len, struct reply *r)
     return set_kernel(r, text + start, end - start, REPLY_CODE_UNFENCED, "");
 }
 
+/* Skip a comment, string or char literal starting at s[i]; returns the index
+ * after it, or i when s[i] starts none of them. */
+static size_t skip_noncode(const char *s, size_t n, size_t i)
+{
+    if (s[i] == '/' && i + 1 < n && s[i + 1] == '/') {
+        while (i < n && s[i] != '\n')
+            i++;
+        return i;
+    }
+    if (s[i] == '/' && i + 1 < n && s[i + 1] == '*') {
+        i += 2;
+        while (i + 1 < n && !(s[i] == '*' && s[i + 1] == '/'))
+            i++;
+        return i + 2 < n ? i + 2 : n;
+    }
+    if (s[i] == '"' || s[i] == '\'') {
+        char q = s[i];
+        for (i++; i < n && s[i] != q && s[i] != '\n'; i++)
+            if (s[i] == '\\')
+                i++;
+        return i < n ? i + 1 : n;
+    }
+    return i;
+}
+
+static int ident_char(char c)
+{
+    return isalnum((unsigned char)c) || c == '_';
+}
+
+/* Does C text define the entry point: kope_kernel (or KOPE_KERNEL) as a
+ * word outside comments and strings, then a balanced (...) and a '{'? A
+ * declaration, a call or a #define names it without defining it. */
+static int defines_kernel(const char *s, size_t n)
+{
+    static const char *const names[] = {"kope_kernel", "KOPE_KERNEL"};
+    for (size_t i = 0; i < n;) {
+        size_t j = skip_noncode(s, n, i);
+        if (j != i) {
+            i = j;
+            continue;
+        }
+        if (!ident_char(s[i])) {
+            i++;
+            continue;
+        }
+        size_t w = i;
+        while (i < n && ident_char(s[i]))
+            i++;
+        int named = 0;
+        for (size_t k = 0; k < 2; k++)
+            named |= i - w == strlen(names[k]) && memcmp(s + w, names[k], i - w) == 0;
+        if (!named)
+            continue;
+        size_t k = i;
+        while (k < n && isspace((unsigned char)s[k]))
+            k++;
+        if (k >= n || s[k] != '(')
+            continue;
+        long depth = 0;
+        for (; k < n; k++) {
+            size_t c = skip_noncode(s, n, k);
+            if (c != k) {
+                k = c - 1;
+                continue;
+            }
+            if (s[k] == '(')
+                depth++;
+            else if (s[k] == ')' && --depth == 0)
+                break;
+        }
+        for (k++; k < n;) { /* whitespace and comments up to the body */
+            size_t c = skip_noncode(s, n, k);
+            if (c != k && s[k] == '/')
+                k = c;
+            else if (isspace((unsigned char)s[k]))
+                k++;
+            else
+                break;
+        }
+        if (k < n && s[k] == '{')
+            return 1;
+    }
+    return 0;
+}
+
+static size_t count_lines(const char *s, size_t n)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++)
+        c += s[i] == '\n';
+    return c + (n && s[n - 1] != '\n');
+}
+
+/* One C-like code block of the reply, as the choice sees it. */
+struct block {
+    int no;           /* 1-based among all fenced blocks */
+    size_t start, len;
+    char lang[16];
+};
+
+/* The choice among a reply's code blocks: the one that defines kope_kernel;
+ * failing that, the longest (the screen then says it defines nothing). */
+struct choice {
+    int n_blocks;     /* fenced blocks of any language */
+    int n_defs;       /* C-like blocks defining kope_kernel */
+    struct block def[2], longest;
+    int have_longest;
+};
+
+static void choice_add(struct choice *c, const char *text, const struct block *b)
+{
+    if (defines_kernel(text + b->start, b->len)) {
+        if (c->n_defs < 2)
+            c->def[c->n_defs] = *b;
+        c->n_defs++;
+    }
+    if (!c->have_longest || b->len >= c->longest.len) {
+        c->have_longest = 1;
+        c->longest = *b;
+    }
+}
+
 static int extract_kernel(const char *text, size_t len, struct reply *r)
 {
-    size_t off = 0, best_start = 0, best_len = 0;
-    int n_blocks = 0, have_best = 0, open = 0, unclosed = 0;
-    char ch = 0, lang[16] = "", best_lang[16] = "", other[16] = "";
+    size_t off = 0;
+    int open = 0, unclosed = 0;
+    char ch = 0, lang[16] = "", other[16] = "";
     size_t open_len = 0, body_start = 0;
+    struct choice c;
     struct line l;
+    memset(&c, 0, sizeof c);
     while (next_line(text, len, &off, &l)) {
         if (!open) {
             char info[16];
@@ -248,43 +373,49 @@ static int extract_kernel(const char *text, size_t len, struct reply *r)
                 snprintf(lang, sizeof lang, "%s", info);
             }
         } else if (fence_closes(l, ch, open_len)) {
-            open = 0, n_blocks++;
-            size_t blen = (size_t)(l.p - text) - body_start;
-            if (lang_is_code(lang)) {
-                if (!have_best || blen >= best_len) {
-                    have_best = 1, best_start = body_start, best_len = blen;
-                    snprintf(best_lang, sizeof best_lang, "%s", lang);
-                }
-            } else if (!other[0]) {
+            open = 0, c.n_blocks++;
+            struct block b = {c.n_blocks, body_start, (size_t)(l.p - text) - body_start, ""};
+            snprintf(b.lang, sizeof b.lang, "%s", lang);
+            if (lang_is_code(lang))
+                choice_add(&c, text, &b);
+            else if (!other[0])
                 snprintf(other, sizeof other, "%s", lang);
-            }
         }
     }
     if (open) { /* an unclosed fence runs to the end: take it only if it is whole C */
-        n_blocks++;
-        size_t blen = len > body_start ? len - body_start : 0;
-        if (lang_is_code(lang) && braces_balanced(text + body_start, blen)) {
-            if (!have_best || blen >= best_len) {
-                have_best = 1, best_start = body_start, best_len = blen;
-                snprintf(best_lang, sizeof best_lang, "%s", lang);
-            }
-        } else {
+        c.n_blocks++;
+        struct block b = {c.n_blocks, body_start, len > body_start ? len - body_start : 0, ""};
+        snprintf(b.lang, sizeof b.lang, "%s", lang);
+        if (lang_is_code(lang) && braces_balanced(text + b.start, b.len))
+            choice_add(&c, text, &b);
+        else
             unclosed = 1;
-        }
     }
-    if (have_best) {
-        if (best_len == 0 || line_blank((struct line){text + best_start, best_len})) {
+    if (c.n_defs > 1) {
+        snprintf(r->no_code, sizeof r->no_code,
+                 "no code: %d code blocks define kope_kernel (blocks %d and %d): send exactly one kernel "
+                 "block, without a second copy or a test program", c.n_defs, c.def[0].no, c.def[1].no);
+        return 0;
+    }
+    if (c.have_longest) {
+        const struct block *b = c.n_defs ? &c.def[0] : &c.longest;
+        if (b->len == 0 || line_blank((struct line){text + b->start, b->len})) {
             snprintf(r->no_code, sizeof r->no_code, "no code: the code block is empty");
             return 0;
         }
-        return set_kernel(r, text + best_start, best_len, REPLY_CODE_FENCED, best_lang);
+        if (c.n_blocks > 1)
+            snprintf(r->taken, sizeof r->taken, "took code block %d of %d (```%s, %zu lines): %s", b->no,
+                     c.n_blocks, b->lang, count_lines(text + b->start, b->len),
+                     c.n_defs ? "the one that defines kope_kernel"
+                              : "the longest, though no block defines kope_kernel");
+        return set_kernel(r, text + b->start, b->len, REPLY_CODE_FENCED, b->lang);
     }
     if (unclosed) {
         snprintf(r->no_code, sizeof r->no_code,
                  "no code: the code block is not closed and incomplete (reply cut off?)");
         return 0;
     }
-    if (n_blocks) {
+    if (c.n_blocks) {
         snprintf(r->no_code, sizeof r->no_code, "no code: only code blocks in other languages (%s)",
                  other[0] ? other : "?");
         return 0;

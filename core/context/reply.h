@@ -8,8 +8,14 @@
  * Pure functions over outside bytes (no I/O), fuzzed with the JSON parser
  * (tests/fuzz_llm_reply.c). From the content they extract:
  *
- *   the kernel   - the longest fenced code block (``` or ~~~) whose language
- *                  is C-like or unnamed; failing any fence, an unfenced
+ *   the kernel   - the fenced code block (``` or ~~~, language C-like or
+ *                  unnamed) that defines kope_kernel (a word, then (...),
+ *                  then '{', outside comments and strings), not the longest:
+ *                  a self-test block beside the kernel is not the kernel.
+ *                  Two blocks defining it: no kernel (no_code says which).
+ *                  No block defining it: the longest (the screen then names
+ *                  what is missing). When the reply has several blocks,
+ *                  taken names the one taken. Failing any fence, an unfenced
  *                  fallback: from the first line that starts C code
  *                  (#include/#define/#pragma or a function head) to the last
  *                  line that starts with '}', braces balanced;
@@ -52,6 +58,7 @@ struct reply {
     char *kernel;          /* owned; NULL when code == REPLY_CODE_NONE */
     char kernel_lang[16];  /* fence info word, lower case, "" if none */
     char no_code[160];     /* why there is no kernel ("" when there is one) */
+    char taken[128];       /* which of several blocks was taken, and why ("" = one block) */
     char *tags[REPLY_MAX_TAGS]; /* owned, lower-case [a-z0-9._+-] */
     size_t n_tags;
     char *rationale;       /* owned, NULL if the reply had none */

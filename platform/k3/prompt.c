@@ -4,10 +4,16 @@
  * C file with RVV 1.0 intrinsics through kernel_abi.h's entry points), which
  * knowledge files its prompts draw from, and how its probe reads as the
  * prompt's "This machine" note. core/context/context.c builds every prompt around it.
+ * The metric text is written from platform/k3/qemu/vcost_model.h, the weight
+ * table the icount plugin charges by: what the model is told cannot drift
+ * from what ranks its kernels (tests/test_context.c checks them against each
+ * other).
  */
+#include <stdarg.h>
 #include <stdio.h>
 
 #include "platform/k3/k3.h"
+#include "platform/k3/qemu/vcost_model.h"
 
 /* The entry point of platform/kernel_abi.h, per family. */
 static const char *k3_signature(enum plat_family f)
@@ -27,8 +33,8 @@ static const char *k3_signature(enum plat_family f)
     }
 }
 
-/* Under emulation speed is the vector-cost model's (platform/k3/qemu), so
- * the note says what that model charges: the LLM then weighs LMUL right. */
+/* Under emulation speed is the vector-cost model's (platform/k3/qemu); the
+ * system message says what it charges (k3_judging). */
 static void k3_machine(const struct plat_probe *pr, char *buf, size_t cap)
 {
     if (pr && !pr->emulated && pr->peak_gflops_core > 0 && pr->triad_gbs > 0)
@@ -40,13 +46,86 @@ static void k3_machine(const struct plat_probe *pr, char *buf, size_t cap)
                  pr->peak_gflops_core / pr->triad_gbs);
     else if (pr)
         snprintf(buf, cap,
-                 "Emulated (qemu): ISA %s, VLEN %d. Speed is judged by a vector-cost model, "
-                 "not time: each vector instruction costs its register groups (LMUL is not "
-                 "free), each scalar one 1; lower per element is better.\n",
+                 "Emulated (qemu): ISA %s, VLEN %d. Speed is the vector-cost model's (see "
+                 "\"How candidates are ranked\"), not time.\n",
                  pr->isa[0] ? pr->isa : "rv64gcv", pr->vlen_bits ? pr->vlen_bits : 256);
     else
         snprintf(buf, cap, "No probe given: assume VLEN 256 (K3). Speed is the ratio against "
                            "same-run baselines (the vector-cost model when emulated).\n");
+}
+
+/* Appends to buf at *off (capped). */
+static void add(char *buf, size_t cap, size_t *off, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void add(char *buf, size_t cap, size_t *off, const char *fmt, ...)
+{
+    if (*off >= cap)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(buf + *off, cap - *off, fmt, ap);
+    va_end(ap);
+    *off = w < 0 ? cap : *off + (size_t)w;
+}
+
+/* A reciprocal estimate and two Newton steps, r = r*(2 - x*r): vfrec7, then
+ * per step one vfnmsac (2 - x*r against a hoisted splat of 2) and one vfmul,
+ * all of the base class. */
+#define K3_NEWTON_STEPS 2
+#define K3_RECIP_OPS (1 + 2 * K3_NEWTON_STEPS)
+
+/* The order the prompt lists the classes in: the common ones first. */
+static const enum vclass k3_class_order[] = {VC_BASE, VC_MEM, VC_WIDEN, VC_REDUCE, VC_ORDERED,
+                                             VC_DIVIDE, VC_MEM_STRIDED, VC_MEM_INDEXED, VC_GATHER, VC_FIXED};
+
+/* The vector-cost model as the prompt states it, every number from the
+ * table (vcost_model.h). Short: it is in every system message. */
+static void vcost_text(char *buf, size_t cap, size_t *off)
+{
+    add(buf, cap, off,
+        "Ranked under emulation (qemu) by the vector-cost model (vcost) of the call, not by time nor "
+        "instruction count: a scalar instruction costs 1 (vsetvl too); a vector one max(1, LMUL) "
+        "register groups x its class factor:");
+    for (size_t i = 0; i < sizeof k3_class_order / sizeof k3_class_order[0]; i++) {
+        enum vclass c = k3_class_order[i];
+        const struct vc_class_doc *d = vc_class_doc(c);
+        const char *sep = i ? ";" : "";
+        if (c == VC_GATHER)
+            add(buf, cap, off, "%s %s LMUL, so LMUL^2 (%s)", sep, d->name, d->what);
+        else if (c == VC_FIXED)
+            add(buf, cap, off, "%s %s", sep, d->what);
+        else if (d->what[0])
+            add(buf, cap, off, "%s %s %u (%s)", sep, d->name, vc_factor[c], d->what);
+        else
+            add(buf, cap, off, "%s %s %u", sep, d->name, vc_factor[c]);
+    }
+    unsigned recip = K3_RECIP_OPS * vc_factor[VC_BASE], div = vc_factor[VC_DIVIDE];
+    add(buf, cap, off,
+        ". Ratio = baseline vcost / yours, against autovec-O3 and the best same-run peer. LMUL is not "
+        "free (a vfadd at LMUL 8 costs %u): wider groups save only loop overhead. Per group a vfdiv "
+        "costs %u, vfrec7 + %d Newton steps %u: the estimate %s.\n",
+        8 * vc_factor[VC_BASE], div, K3_NEWTON_STEPS, recip,
+        recip > div ? "costs more" : recip == div ? "gains nothing" : "is cheaper");
+}
+
+static void k3_judging(const struct plat_probe *pr, char *buf, size_t cap)
+{
+    size_t off = 0;
+    buf[0] = '\0';
+    add(buf, cap, &off,
+        "Verified against a double-precision reference at the task's tolerance on the task shape and "
+        "awkward ones (1, 2, VL-1, VL+1 at LMUL 1 and 8, primes, ragged rows, special values), then "
+        "again with new inputs; the output is NaN-filled before the call, inputs must stay unchanged, "
+        "nothing may be written past the output.\n");
+    if (!pr || pr->emulated)
+        vcost_text(buf, cap, &off);
+    if (!pr || !pr->emulated)
+        add(buf, cap, &off,
+            "On the board ranked by time: the median of repeats against same-run baselines (scalar-O2, "
+            "autovec-O3, OpenBLAS/SLEEF where they have the op), against autovec-O3 and the best peer; "
+            "inside the task's A/A noise floor is no difference.\n");
+    if (off >= cap && cap > 1)
+        buf[cap - 2] = '\n';
 }
 
 static const char *const k3_knowledge[] = {
@@ -67,4 +146,5 @@ const struct plat_prompt k3_prompt = {
     .knowledge = k3_knowledge,
     .knowledge_shared = NULL, /* RISC-V notes are noise for another target's kernels */
     .machine = k3_machine,
+    .judging = k3_judging,
 };

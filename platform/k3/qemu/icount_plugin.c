@@ -34,7 +34,7 @@
  * the register groups it occupies, from the vtype of the last executed
  * vsetvli/vsetivli (decoded from the instruction word when it is
  * translated), times VLEN/DLEN, times the class factor of the one weight
- * table below (vcost_class). Register-form vsetvl takes its vtype from a
+ * table in vcost_model.h. Register-form vsetvl takes its vtype from a
  * register the plugin cannot read (qemu 7.2 plugins see no registers): the
  * vector instructions after it, until the next vsetvli/vsetivli, are costed
  * at LMUL 1 and counted in `unmodelled`; a region with unmodelled > 0 has
@@ -63,6 +63,8 @@
 #include <unistd.h>
 
 #include <qemu-plugin.h>
+
+#include "vcost_model.h"
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
@@ -126,36 +128,8 @@ static int classify(uint32_t w)
 
 /* ------------------------------------------------ the vector-cost model --- */
 
-/* The one weight table. A vector instruction's cost is
- *     groups(EMUL) x factor         groups(e) = max(1, e x VLEN/DLEN)
- * where EMUL is LMUL from the current vtype (EEW/SEW x LMUL for loads and
- * stores) and the factor is its class's below. FIXED classes occupy a fixed
- * number of registers whatever the vtype (cost = registers x VLEN/DLEN).
- * The factors are a model of an in-order vector unit that streams one
- * register group per DLEN-wide pass, not a measurement of the X100:
- *   base       1   arithmetic, compares, merges, slides, conversions, vfrec7
- *   widen      2   widening and narrowing ops (one operand group is 2 x LMUL)
- *   reduce     2   unordered reductions: a pass over the group plus the
- *                  cross-lane tree
- *   ordered    8   ordered reductions (vfredosum, vfwredosum): serial
- *   divide     4   vdiv/vrem/vfdiv/vfrdiv/vfsqrt: iterative units
- *   gather     R   vrgather.vv, vrgatherei16, vcompress: R = the group's
- *                  registers (max(1, EMUL)): any destination register may
- *                  read any source register, so LMUL^2 register passes
- *   strided    2   strided loads/stores: one element per access
- *   indexed    4   indexed loads/stores: an address per element
- *   scalar/mask 1 register: vmv.x.s, vfmv.f.s, vmv.s.x, vfmv.s.f, vcpop,
- *                  vfirst, mask logicals, vmsbf/vmsif/vmsof, vlm/vsm
- *   whole      n registers: vmv<n>r.v, vl<n>r, vs<n>r */
-enum vclass {
-    VC_NONE, VC_BASE, VC_WIDEN, VC_REDUCE, VC_ORDERED, VC_DIVIDE, VC_GATHER,
-    VC_MEM, VC_MEM_STRIDED, VC_MEM_INDEXED, VC_FIXED, VC_CFG_IMM, VC_CFG_REG
-};
-static const unsigned vc_factor[] = {
-    [VC_BASE] = 1, [VC_WIDEN] = 2, [VC_REDUCE] = 2, [VC_ORDERED] = 8, [VC_DIVIDE] = 4,
-    [VC_GATHER] = 0 /* registers in the group */, [VC_MEM] = 1, [VC_MEM_STRIDED] = 2, [VC_MEM_INDEXED] = 4,
-};
-
+/* The one weight table and what its classes hold: vcost_model.h (the
+ * prompt's description of the metric is written from the same table). */
 /* Decoded at translation, packed into the callback's udata:
  * bits 0-3 class, 4-7 log2(EEW) for loads/stores, 8-11 fields (nf+1 for
  * memory, registers for FIXED), 12-19 the vtype of a vsetvli/vsetivli. */
