@@ -1166,7 +1166,9 @@ static int k3_object_export(struct platform *p, const struct plat_build *b, cons
         return plat_set_err(p, PLAT_ERR_NO_TOOLCHAIN, "no objcopy that reads riscv64 objects (llvm-objcopy, "
                             "%s)\nhint: apt-get install llvm-19 (or binutils-riscv64-linux-gnu)",
                             k->native ? "objcopy" : "riscv64-linux-gnu-objcopy");
-    snprintf(shipped, sizeof shipped, "%s/c%llu/export.o", k->work, (unsigned long long)b->id);
+    char bdir[K3_PATH_MAX + 32];
+    snprintf(bdir, sizeof bdir, "%s/c%llu", k->work, (unsigned long long)b->id);
+    snprintf(shipped, sizeof shipped, "%s/export.o", bdir);
     struct proc_cmd c;
     struct proc_result res;
     proc_cmd_init(&c);
@@ -1175,7 +1177,7 @@ static int k3_object_export(struct platform *p, const struct plat_build *b, cons
     proc_cmd_arg(&c, "kope_kernel=%s", symbol);
     proc_cmd_arg(&c, "%s", b->object);
     proc_cmd_arg(&c, "%s", shipped);
-    if ((rc = run_tool(p, &c, diag, sizeof diag, &res)))
+    if ((rc = run_tool(p, &c, diag, sizeof diag, &res, bdir, 0)))
         return rc;
     if (!tool_ok(&res))
         return plat_set_err(p, PLAT_ERR_NO_TOOLCHAIN, "%s --redefine-sym failed: %.300s", tool, diag);
