@@ -653,11 +653,11 @@ int k3_screen_object_mem(const unsigned char *buf, size_t len, enum plat_screen_
     for (unsigned i = 1; i < e.n; i++)
         if (sec_classify(&e, i, &cls[i], rule, detail, dl))
             goto out;
+    if (symbols_check(&e, cls, rule, detail, dl))
+        goto out;
     for (unsigned i = 1; i < e.n; i++)
         if (cls[i] == SC_RELA && rela_check(&e, i, cls, rule, detail, dl))
             goto out;
-    if (symbols_check(&e, cls, rule, detail, dl))
-        goto out;
     for (unsigned i = 1; i < e.n; i++)
         if (cls[i] == SC_CODE &&
             text_check(e.b + e.sh[i].sh_offset, (size_t)e.sh[i].sh_size, elf_secname(&e, i), detail, dl)) {
