@@ -305,6 +305,45 @@ static void test_preprocessed(void **state)
     k3_names_free(&nm);
 }
 
+/* docs/K3-HARNESS.md names every entry of every list. */
+static void test_docs_name_every_list(void **state)
+{
+    (void)state;
+    const char *root = getenv("KOPE_SRC");
+    if (!root)
+        skip();
+    char path[4096];
+    snprintf(path, sizeof path, "%s/docs/K3-HARNESS.md", root);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char *text = malloc(1 << 20);
+    assert_non_null(text);
+    size_t n = fread(text, 1, (1 << 20) - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    const char *sec = strstr(text, "### Allow-lists");
+    assert_non_null(sec);
+#define CHECK_(w) \
+    if (!strstr(sec, w)) \
+        fail_msg("docs/K3-HARNESS.md's allow-list section does not name '%s'", w);
+#define CHECK2_(num, w) CHECK_(w)
+    ALLOW_DIRECTIVES(CHECK_)
+    ALLOW_ATTRIBUTES(CHECK_)
+    ALLOW_ATTRIBUTE_NAMESPACES(CHECK_)
+    K3_ALLOWED_SYMBOLS(CHECK_)
+    K3_ALLOWED_RELOCS(CHECK2_)
+    K3_ALLOWED_CSRS(CHECK2_)
+    static const char *const pragma_words[] = {"GCC unroll", "GCC ivdep", "GCC novector", "nounroll",
+        "clang loop", "vectorize_width", "vectorize_predicate", "interleave_count", "unroll_count",
+        "pipeline_initiation_interval", "distribute", "STDC FP_CONTRACT", "clang fp contract",
+        "clang fp reassociate"};
+    for (size_t i = 0; i < sizeof pragma_words / sizeof pragma_words[0]; i++)
+        CHECK_(pragma_words[i]);
+    for (size_t i = 0; i < allow_n_pragmas; i++)
+        CHECK_(allow_pragmas[i]);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -314,6 +353,7 @@ int main(void)
         cmocka_unit_test(test_attributes),
         cmocka_unit_test(test_lexical),
         cmocka_unit_test(test_preprocessed),
+        cmocka_unit_test(test_docs_name_every_list),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
