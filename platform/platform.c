@@ -152,6 +152,10 @@ const char *plat_screen_rule_name(enum plat_screen_rule r)
         [PLAT_SCREEN_NO_KERNEL] = "no_kernel",
         [PLAT_SCREEN_TOO_BIG] = "too_big",
         [PLAT_SCREEN_SYSTEM_INSN] = "system_instruction",
+        [PLAT_SCREEN_DIRECTIVE] = "directive",
+        [PLAT_SCREEN_PRAGMA] = "pragma",
+        [PLAT_SCREEN_SECTION] = "section",
+        [PLAT_SCREEN_RELOCATION] = "relocation",
     };
     return (unsigned)r < PLAT_SCREEN_COUNT && names[r] ? names[r] : "unknown";
 }

@@ -181,6 +181,11 @@ enum plat_set_flags {
      * split stays), to show what the isolation costs and that each hostile
      * test needs it. Never set from a config file. */
     PLAT_SET_UNSAFE_NO_ISOLATION = 1 << 9,
+    /* Tests only: skip the two source screens (the text and the
+     * preprocessed tokens) but keep the compiler's include check and the
+     * object check, so the object check can be shown to stop on its own what
+     * macro token pasting gets past a source screen. */
+    PLAT_SET_UNSAFE_NO_SOURCE_SCREEN = 1 << 10,
 };
 
 struct plat_settings {
@@ -263,6 +268,10 @@ enum plat_screen_rule {
     PLAT_SCREEN_NO_KERNEL,   /* does not define kope_kernel */
     PLAT_SCREEN_TOO_BIG,     /* source over PLAT_SRC_MAX */
     PLAT_SCREEN_SYSTEM_INSN, /* machine code holds ecall/ebreak/CSR access (e.g. asm hidden by macros) */
+    PLAT_SCREEN_DIRECTIVE,   /* a preprocessor directive (or '#', macro name) not on the allow-list */
+    PLAT_SCREEN_PRAGMA,      /* a pragma not on the allow-list (#pragma, _Pragma) */
+    PLAT_SCREEN_SECTION,     /* an object section not on the allow-list (type, flags, name) */
+    PLAT_SCREEN_RELOCATION,  /* a relocation type not on the allow-list (GOT, TLS, IRELATIVE, ...) */
     PLAT_SCREEN_COUNT
 };
 const char *plat_screen_rule_name(enum plat_screen_rule r);

@@ -93,10 +93,12 @@ static void test_misaligned_ecall(void **state)
      * linear decode sees `lui ra, 0x730` then `c.unimp`: the bytes from
      * offset 2 read 73 00 00 00, an ecall reachable by jumping into the
      * middle of the lui. Only a scan at every 2-byte offset sees it. */
+    P->set.flags |= PLAT_SET_UNSAFE_NO_SOURCE_SCREEN; /* the object check alone */
     expect_screen("#define CAT(a, b) a##b\n" ADD_HEAD
                   "  CAT(__as, m__) volatile(\".option push\\n.option norvc\\n j 1f\\n"
                   ".option pop\\n .4byte 0x007300b7\\n .2byte 0\\n1:\\n\");\n" BODY,
                   PLAT_SCREEN_SYSTEM_INSN, NULL);
+    P->set.flags &= ~(unsigned)PLAT_SET_UNSAFE_NO_SOURCE_SCREEN;
 }
 
 /* A kernel that leaves the FP rounding mode changed is blamed; the harness
@@ -107,8 +109,10 @@ static void test_leaves_rounding_mode_changed(void **state)
     (void)state;
     struct plat_build b;
     struct plat_verify v;
+    P->set.flags |= PLAT_SET_UNSAFE_NO_SOURCE_SCREEN; /* the preprocessed screen sees __asm__ */
     run(PLAT_OP_ADD, "#define CAT(a, b) a##b\n" ADD_HEAD
         "  CAT(__as, m__) volatile(\"fsrmi 1\");\n" BODY, &b, &v);
+    P->set.flags &= ~(unsigned)PLAT_SET_UNSAFE_NO_SOURCE_SCREEN;
     assert_true(b.ok);
     assert_int_equal(v.reason, PLAT_FAIL_STATEFUL);
     assert_non_null(strstr(v.detail, "rounding mode"));
@@ -251,6 +255,117 @@ static void test_allow_list_is_one_list(void **state)
     free(text);
 }
 
+/* ------------------------------------------ allow-lists (issue 21) --- */
+
+/* The source screens' verdict (src_rule naming src_want), and, with both
+ * source screens off, the object check's alone (obj_rule naming obj_want;
+ * NULL: not asserted): every class is stopped by each layer that can see it. */
+static void expect_layers(const char *src, enum plat_screen_rule src_rule, const char *src_want,
+                          enum plat_screen_rule obj_rule, const char *obj_want)
+{
+    struct plat_build b;
+    expect_screen(src, src_rule, &b);
+    if (!strstr(b.detail, src_want))
+        fail_msg("source screens: '%s' does not name '%s'", b.detail, src_want);
+    platform_build_free(P, &b);
+    if (!obj_want)
+        return;
+    P->set.flags |= PLAT_SET_UNSAFE_NO_SOURCE_SCREEN;
+    expect_screen(src, obj_rule, &b);
+    P->set.flags &= ~(unsigned)PLAT_SET_UNSAFE_NO_SOURCE_SCREEN;
+    if (!strstr(b.detail, obj_want))
+        fail_msg("object check: '%s' does not name '%s'", b.detail, obj_want);
+    platform_build_free(P, &b);
+}
+
+/* An attribute spelled by token pasting, past the source screen's tokenizer. */
+#define PASTE "#define CAT(a, b) a##b\n#define ATTR CAT(__attri, bute__)\n"
+
+static void test_startup_hooks_refused(void **state)
+{
+    (void)state;
+    /* an ifunc: its resolver runs before main, in whatever process links it */
+    expect_layers(PASTE "#include <stddef.h>\nstatic int impl(void) { return 1; }\n"
+                  "static void *resolve(void) { return (void *)impl; }\n"
+                  "static int pick(void) ATTR((CAT(if, unc)(\"resolve\")));\n" ADD_HEAD
+                  "  (void)s; for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i] * (float)(pick() - 1);\n}\n",
+                  PLAT_SCREEN_ATTRIBUTE, "ifunc", PLAT_SCREEN_SYMBOL, "indirect function");
+    /* a constructor through .init_array, the section attribute pasted */
+    expect_layers(PASTE "static void hook(void) { }\n"
+                  "ATTR((CAT(sec, tion)(\".init_array\"), CAT(us, ed))) static void (*const p)(void) = hook;\n"
+                  ADD_HEAD BODY, PLAT_SCREEN_ATTRIBUTE, "section", PLAT_SCREEN_CTOR, ".init_array");
+    /* .preinit_array, and a function placed in .init */
+    expect_layers(PASTE "static void hook(void) { }\n"
+                  "ATTR((CAT(sec, tion)(\".preinit_array\"), CAT(us, ed))) static void (*const p)(void) = hook;\n"
+                  ADD_HEAD BODY, PLAT_SCREEN_ATTRIBUTE, "section", PLAT_SCREEN_CTOR, ".preinit_array");
+    expect_layers(PASTE "ATTR((CAT(sec, tion)(\".init\"), CAT(us, ed))) static void hook(void) { }\n"
+                  ADD_HEAD BODY, PLAT_SCREEN_ATTRIBUTE, "section", PLAT_SCREEN_CTOR, ".init");
+    /* a weak definition standing in for a libc symbol */
+    expect_layers(PASTE "ATTR((CAT(we, ak))) void *memset(void *d, int c, size_t n) { (void)c; (void)n; return d; }\n"
+                  ADD_HEAD BODY, PLAT_SCREEN_ATTRIBUTE, "weak", PLAT_SCREEN_SYMBOL, "weak");
+}
+
+static void test_tls_and_got_refused(void **state)
+{
+    (void)state;
+    /* thread-local storage, the keyword pasted */
+    expect_layers("#define CAT(a, b) a##b\nstatic CAT(_Thread, _local) float last;\n" ADD_HEAD
+                  "  (void)s; for (size_t i = 0; i < n; i++) { out[i] = x[i] + y[i] + last * 0; }\n  last = out[0];\n}\n",
+                  PLAT_SCREEN_STATE, "_Thread_local", PLAT_SCREEN_STATE, "thread-local");
+    /* a libc global through the GOT (position-independent code) */
+    expect_layers("extern char **environ;\n" ADD_HEAD
+                  "  (void)s; char **volatile e = environ; (void)e;\n"
+                  "  for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i];\n}\n",
+                  PLAT_SCREEN_SYMBOL, "environ", PLAT_SCREEN_NONE, NULL);
+}
+
+/* The GOT relocation alone: an allowed symbol (memcpy) reached through the
+ * GOT by asm, so only the relocation list can say no. */
+static void test_got_relocation_refused(void **state)
+{
+    (void)state;
+    P->set.flags |= PLAT_SET_UNSAFE_NO_SOURCE_SCREEN;
+    struct plat_build b;
+    expect_screen("#define CAT(a, b) a##b\n" ADD_HEAD
+                  "  CAT(__as, m__) volatile(\".option push\\n.option pic\\nla t0, memcpy\\n.option pop\" ::: \"t0\");\n" BODY,
+                  PLAT_SCREEN_RELOCATION, &b);
+    P->set.flags &= ~(unsigned)PLAT_SET_UNSAFE_NO_SOURCE_SCREEN;
+    assert_non_null(strstr(b.detail, "R_RISCV_GOT_HI20"));
+    platform_build_free(P, &b);
+}
+
+/* Directives and pragmas that read host files or change what the linker
+ * does, through a real compile. */
+static void test_file_directives_refused(void **state)
+{
+    (void)state;
+    expect_layers("#if __has_include(</etc/passwd>)\n#define HAVE 1\n#endif\n" ADD_HEAD BODY,
+                  PLAT_SCREEN_HEADER, "__has_include", PLAT_SCREEN_NONE, NULL);
+    expect_layers("static const unsigned char e[] = {\n#embed \"/etc/passwd\"\n};\n" ADD_HEAD BODY,
+                  PLAT_SCREEN_HEADER, "embed", PLAT_SCREEN_NONE, NULL);
+    struct plat_desc d;
+    platform_describe(P, &d);
+    /* clang records a linker comment as .deplibs, which lld would open;
+     * gcc ignores the pragma, so there is nothing for the object check */
+    int clang = strstr(d.cc, "clang") != NULL;
+    expect_layers("#pragma comment(lib, \"/etc/passwd\")\n" ADD_HEAD BODY, PLAT_SCREEN_PRAGMA, "comment",
+                  PLAT_SCREEN_SECTION, clang ? "dependent libraries" : NULL);
+    /* honest: unroll pragmas and an attribute on the list still build */
+    struct plat_build b;
+    struct plat_verify v;
+    run(PLAT_OP_ADD, "#include <stddef.h>\n#include \"kernel_abi.h\"\n"
+        "static inline __attribute__((always_inline)) float add1(float a, float b) { return a + b; }\n"
+        "#define UNROLL4 _Pragma(\"GCC unroll 4\")\n"
+        "static const float zero[4] __attribute__((aligned(16))) = {0, 0, 0, 0};\n"
+        "void kope_kernel(size_t n, const float *x, const float *y, float *out,\n"
+        "                 const struct kope_scalars *s) {\n  (void)s;\n  UNROLL4\n"
+        "  for (size_t i = 0; i < n; i++) out[i] = add1(x[i], y[i]) + zero[i & 3];\n"
+        "#pragma clang loop unroll(disable)\n  for (size_t i = 0; i < 1; i++) out[i] += 0;\n}\n", &b, &v);
+    assert_true(b.ok);
+    assert_true(v.pass);
+    platform_build_free(P, &b);
+}
+
 /* ------------------------------- the judge is not the kernel's process --- */
 
 /* The byte pattern of glibc's riscv64 syscall(): eight register moves and an
@@ -336,13 +451,14 @@ static void test_raw_syscalls_cannot_touch_the_host(void **state)
     assert_int_equal(getsockname(ls, (struct sockaddr *)&sa, &sl), 0);
     assert_int_equal(listen(ls, 4), 0);
     char src[8192];
-    /* argv is a static const table: as a local array gcc (PIC, riscv64)
-     * keeps its initializer in writable .data, which the screen refuses
-     * before the isolation this test is about is ever reached */
+    /* argv is filled element by element: as an initialised array (local or
+     * static const) its pointers need relocating, which puts it in writable
+     * .data or .data.rel.ro, and the object check refuses that before the
+     * isolation this test is about is ever reached */
     snprintf(src, sizeof src, FIND_SC KHEAD
         "  static const char sh[] = \"/bin/sh\", c[] = \"-c\", cmd[] = \"echo escaped > %s\";\n"
         "  static const char path[] = \"%s\";\n"
-        "  static const char *const argv[] = {sh, c, cmd, 0};\n"
+        "  const char *volatile argv[4]; argv[0] = sh; argv[1] = c; argv[2] = cmd; argv[3] = 0;\n"
         "  if (sc(220, 17, 0, 0, 0, 0) == 0) { sc(221, (long)sh, (long)argv, 0, 0, 0); sc(93, 0, 0, 0, 0, 0); }\n"
         "  long fd = sc(56, -100, (long)path, 0101, 0644, 0);\n"
         "  if (fd >= 0) sc(64, fd, (long)path, 4, 0, 0);\n"
@@ -673,6 +789,10 @@ int main(void)
         cmocka_unit_test(test_include_spellings_refused_by_compiler),
         cmocka_unit_test(test_diagnostics_quote_no_other_file),
         cmocka_unit_test(test_allow_list_is_one_list),
+        cmocka_unit_test(test_startup_hooks_refused),
+        cmocka_unit_test(test_tls_and_got_refused),
+        cmocka_unit_test(test_got_relocation_refused),
+        cmocka_unit_test(test_file_directives_refused),
         cmocka_unit_test(test_forged_report_by_raw_syscall),
         cmocka_unit_test(test_rewrites_judge_inputs),
         cmocka_unit_test(test_raw_syscalls_cannot_touch_the_host),

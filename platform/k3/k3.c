@@ -534,6 +534,8 @@ static void k3_close(struct platform *p)
     free(k->inc_direct);
     free(k->inc_closure);
     free(k->view);
+    k3_names_free(k->hdr_names);
+    free(k->hdr_names);
     free(k);
     p->priv = NULL;
 }
@@ -875,6 +877,108 @@ static int rt_user(struct platform *p, const struct plat_task *t, char tag[24],
 
 /* ------------------------------------------------------------- compile --- */
 
+/* The compiler and the flags of every run over the candidate's file (the
+ * preprocessed screen and the compile): made in one place, so the tokens
+ * screened are the tokens compiled. */
+static void cand_cmd_init(struct proc_cmd *c, const struct k3 *k, const char *proto)
+{
+    proc_cmd_init(c);
+    proc_cmd_split(c, k->cc);
+    proc_cmd_split(c, k->cflags);
+    /* gcc reports every error (clang stops at 20): a source with thousands
+     * overflows K3_INC_LIST_MAX, and a cut header list is refused as a
+     * header, not reported as the compile error it is (the board's gcc-14). */
+    proc_cmd_split(c, "-std=gnu11 -fno-common -Werror=implicit-function-declaration");
+    /* clang writes a crash reproducer (the preprocessed source, a script
+     * with host paths) unless told not to; gcc writes none unless asked
+     * (-freport-bug) */
+    proc_cmd_split(c, k->is_clang ? "-fno-crash-diagnostics" : "-fmax-errors=20");
+    proc_cmd_arg(c, "-I%s", k->rt);
+    proc_cmd_arg(c, "-include");
+    proc_cmd_arg(c, "%s", proto);
+}
+
+#ifndef K3_PP_MAX
+#define K3_PP_MAX (16u << 20) /* the preprocessed candidate read back */
+#endif
+
+/* Gate 1b: the candidate's file through the preprocessor (-E -dD, the
+ * compile's own flags), and its tokens screened after macro expansion
+ * (k3_screen_preprocessed). Returns 0 with out->reason set when refused or
+ * when the preprocessor rejects the file (its diagnostics kept, cleaned),
+ * 0 with out->reason NONE when clean, PLAT_ERR_* otherwise. */
+static int cand_screen_pp(struct platform *p, const char *file, const char *proto, const char *dir,
+                          struct plat_build *out)
+{
+    struct k3 *k = p->priv;
+    if (!k->hdr_names) {
+        /* the allowed headers' identifiers, once per open platform */
+        size_t dn = strlen(k->inc_direct), cn = strlen(k->inc_closure);
+        char *paths = malloc(dn + cn + 1);
+        k->hdr_names = calloc(1, sizeof *k->hdr_names);
+        int bad = !paths || !k->hdr_names;
+        if (!bad) {
+            memcpy(paths, k->inc_direct, dn);
+            memcpy(paths + dn, k->inc_closure, cn + 1);
+            bad = k3_names_load(paths, k->hdr_names) != 0;
+        }
+        free(paths);
+        if (bad) {
+            free(k->hdr_names);
+            k->hdr_names = NULL;
+            return plat_set_err(p, PLAT_ERR_HARNESS, "cannot read the allowed headers for their names");
+        }
+    }
+    char ifile[K3_PATH_MAX + 64], raw[PLAT_DIAG_MAX];
+    snprintf(ifile, sizeof ifile, "%s/cand.i", dir);
+    struct proc_cmd c;
+    struct proc_result res;
+    cand_cmd_init(&c, k, proto);
+    proc_cmd_split(&c, "-E -dD");
+    proc_cmd_arg(&c, "%s", file);
+    proc_cmd_arg(&c, "-o");
+    proc_cmd_arg(&c, "%s", ifile);
+    int rc = run_tool(p, &c, raw, sizeof raw, &res, dir, 0);
+    if (rc)
+        return rc;
+    if (!tool_ok(&res)) {
+        /* a preprocessing error is the compile error it would be */
+        size_t kept = k3_diag_clean(raw, file, out->diag, sizeof out->diag);
+        out->diag_truncated = res.truncated || kept + 1 >= sizeof out->diag;
+        out->reason = PLAT_FAIL_COMPILE_ERROR;
+        snprintf(out->detail, sizeof out->detail, "%s",
+                 res.timed_out ? "compiler timed out" : "the preprocessor rejected the source");
+        unlink(ifile);
+        return 0;
+    }
+    FILE *f = fopen(ifile, "rb");
+    char *text = f ? malloc(K3_PP_MAX + 1) : NULL;
+    size_t n = text ? fread(text, 1, K3_PP_MAX + 1, f) : 0;
+    int read_err = !f || !text || ferror(f);
+    if (f)
+        fclose(f);
+    unlink(ifile);
+    if (read_err) { /* no preprocessed text is a refusal, never a pass */
+        free(text);
+        out->reason = PLAT_FAIL_SCREEN_REJECTED;
+        out->screen_rule = PLAT_SCREEN_DIRECTIVE;
+        snprintf(out->detail, sizeof out->detail, "the preprocessed source could not be read back");
+        return 0;
+    }
+    if (n > K3_PP_MAX) {
+        free(text);
+        out->reason = PLAT_FAIL_SCREEN_REJECTED;
+        out->screen_rule = PLAT_SCREEN_TOO_BIG;
+        snprintf(out->detail, sizeof out->detail, "preprocessed source over %u bytes", K3_PP_MAX);
+        return 0;
+    }
+    if (k3_screen_preprocessed(text, n, file, k->hdr_names, &out->screen_rule, out->detail,
+                               sizeof out->detail))
+        out->reason = PLAT_FAIL_SCREEN_REJECTED;
+    free(text);
+    return 0;
+}
+
 static int k3_compile(struct platform *p, const struct plat_task *t, const char *src, size_t len,
                       struct plat_build *out)
 {
@@ -882,9 +986,10 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
     double t0 = proc_now_ms();
     int rc = 0;
     int screen = !(p->set.flags & PLAT_SET_UNSAFE_NO_SCREEN);
+    int src_screen = screen && !(p->set.flags & PLAT_SET_UNSAFE_NO_SOURCE_SCREEN);
 
     /* gate 1: the source screen, before anything is built or written */
-    if (screen && k3_screen_source(src, len, &out->screen_rule, out->detail, sizeof out->detail)) {
+    if (src_screen && k3_screen_source(src, len, &out->screen_rule, out->detail, sizeof out->detail)) {
         out->reason = PLAT_FAIL_SCREEN_REJECTED;
         goto out;
     }
@@ -917,28 +1022,28 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
     char deps[K3_PATH_MAX + 64], proto[K3_PATH_MAX + 64];
     snprintf(deps, sizeof deps, "%s/cand.d", dir);
     snprintf(proto, sizeof proto, "%s/proto_%s.h", k->rt, plat_family_name(t->family));
+
+    /* gate 1b: the same file after the preprocessor, where token pasting
+     * has made what it makes */
+    if (src_screen) {
+        rc = cand_screen_pp(p, file, proto, dir, out);
+        if (rc)
+            return rc;
+        if (out->reason != PLAT_FAIL_NONE)
+            goto out;
+    }
+
+    /* compile the candidate alone; -H and -MD make the compiler list every
+     * file it reads, which k3_screen_includes judges */
     struct proc_cmd c;
     struct proc_result res;
-    proc_cmd_init(&c);
-    proc_cmd_split(&c, k->cc);
-    proc_cmd_split(&c, k->cflags);
-    /* gcc reports every error (clang stops at 20): a source with thousands
-     * overflows K3_INC_LIST_MAX, and a cut header list is refused as a
-     * header, not reported as the compile error it is (the board's gcc-14). */
-    proc_cmd_split(&c, "-std=gnu11 -fno-common -Werror=implicit-function-declaration");
-    /* clang writes a crash reproducer (the preprocessed source, a script
-     * with host paths) unless told not to; gcc writes none unless asked
-     * (-freport-bug) */
-    proc_cmd_split(&c, k->is_clang ? "-fno-crash-diagnostics" : "-fmax-errors=20");
+    cand_cmd_init(&c, k, proto);
     if (screen)
         proc_cmd_split(&c, "-H -MD");
     if (screen) {
         proc_cmd_arg(&c, "-MF");
         proc_cmd_arg(&c, "%s", deps);
     }
-    proc_cmd_arg(&c, "-I%s", k->rt);
-    proc_cmd_arg(&c, "-include");
-    proc_cmd_arg(&c, "%s", proto);
     proc_cmd_arg(&c, "-c");
     proc_cmd_arg(&c, "%s", file);
     proc_cmd_arg(&c, "-o");

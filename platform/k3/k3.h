@@ -8,7 +8,9 @@
  *   k3.c       the ops table: toolchain selection, compile, verify, measure
  *   (platform/proc.c runs every child: limits, timeout, output cap, and for
  *   harness runs namespaces, a minimal filesystem and seccomp)
- *   screen.c   the source screen and the ELF object check
+ *   screen.c   the source screen, before and after the preprocessor
+ *   objcheck.c the ELF checks: the candidate's object, the linked kernel
+ *              program (objcheck.h: what other layers call)
  *   export.c   the judged object as a library member (renamed, nothing else changed)
  *   embed/     the riscv64 harness that checks and times a candidate
  */
@@ -20,6 +22,7 @@
 
 #include "platform/platform.h"
 #include "platform/toolview.h"
+#include "platform/k3/objcheck.h"
 
 #ifndef K3_PATH_MAX
 #define K3_PATH_MAX 512
@@ -56,6 +59,8 @@ struct k3 {
     struct toolview *view;    /* what a sandboxed compile or link sees (found at open) */
     char compile_isolation[160]; /* what isolated the last compiler run */
     int ld_no_deplibs;        /* the linker takes --no-dependent-libraries (lld) */
+    struct k3_names *hdr_names; /* identifiers of the allowed headers (k3_names_load), NULL
+                                   until the first preprocessed screen */
 };
 
 /* ------------------------------------------------------------- runner --- */
@@ -66,10 +71,45 @@ struct k3 {
 
 /* -------------------------------------------------------------- screen --- */
 
-/* Screen candidate source: returns 0 if clean, 1 if rejected (rule and a
- * detail naming the offending token and line filled in). */
+/* Screen candidate source against the allow-lists (platform/allow.h, the
+ * headers below): returns 0 if clean, 1 if rejected (rule and a detail
+ * naming the offending token and line filled in). */
 int k3_screen_source(const char *src, size_t len, enum plat_screen_rule *rule,
                      char *detail, size_t detail_len);
+
+/* The identifiers the allowed headers use, sorted (k3_names_load): a
+ * candidate's macro must not have one of these names, or it could expand
+ * inside a header. */
+struct k3_names {
+    char *buf;       /* the words, '\0'-separated */
+    const char **v;  /* sorted, unique, into buf */
+    size_t n;
+};
+#ifndef K3_NAMES_FILE_MAX
+#define K3_NAMES_FILE_MAX (4u << 20) /* one header read for its names */
+#endif
+#ifndef K3_NAMES_MAX
+#define K3_NAMES_MAX (16u << 20)     /* all their words */
+#endif
+/* Read every file of paths ('\n'-separated) and collect its identifiers
+ * (comments and literals skipped) into nm. 0, or -1 when a file is
+ * unreadable, over K3_NAMES_FILE_MAX, or memory runs out (nm left empty).
+ * Free with k3_names_free (NULL or empty is fine). */
+int k3_names_load(const char *paths, struct k3_names *nm);
+void k3_names_free(struct k3_names *nm);
+int k3_names_has(const struct k3_names *nm, const char *w);
+
+/* Screen the compiler's `-E -dD` output of the candidate (pp, len bytes;
+ * cand_path: the candidate's path exactly as the compiler was given it). The
+ * lines the line markers attribute to cand_path get the source screen's
+ * word, attribute and pragma rules after macro expansion; every #define and
+ * #undef there must name neither a reserved identifier nor one of hdr's.
+ * Lines of other files (the allowed headers, kope's prototype header) are
+ * not the candidate's and are skipped. 0 clean, 1 rejected (rule, detail
+ * with the source line); output naming no line of cand_path is rejected. */
+int k3_screen_preprocessed(const char *pp, size_t len, const char *cand_path,
+                           const struct k3_names *hdr, enum plat_screen_rule *rule, char *detail,
+                           size_t dl);
 
 /* The headers a candidate may include: the one list. FIRST is kope's own
  * header (a candidate writes #include "kernel_abi.h"), X each system one.
@@ -114,13 +154,6 @@ int k3_screen_includes(const char *out, const char *deps, const char *allowed_di
  * from", and every diagnostic located in another file (with its quoted
  * source lines) are dropped. Returns the bytes kept. */
 size_t k3_diag_clean(const char *in, const char *cand_path, char *out, size_t out_len);
-
-/* Check the compiled candidate object (ELF64 relocatable): no writable or
- * init/fini sections, no undefined symbol outside the allow-list (libm,
- * memcpy/memset), no global definition except kope_kernel. 0 clean, 1
- * rejected, PLAT_ERR_IO when the file cannot be read or is not ELF64. */
-int k3_screen_object(const char *path, enum plat_screen_rule *rule, char *detail,
-                     size_t detail_len);
 
 /* Is the object at shipped the judged object at judged with its one global
  * definition `from` renamed to `to`, and nothing else changed (every

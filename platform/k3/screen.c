@@ -1,28 +1,39 @@
 /*
- * platform/k3/screen.c - two gates a candidate passes before it ever runs.
+ * platform/k3/screen.c - what a candidate's source may say, checked before
+ * and after the preprocessor, and the compiler's own account of the files it
+ * read.
  *
- * 1. The source screen reads the C text (comments and string literals
- *    skipped) and refuses: #include outside the allow-list; asm; constructor,
- *    destructor and other attribute tricks (section, alias, ifunc, weak, ...);
- *    thread-local storage; identifiers of system, process, file, network,
- *    allocation, timer and output functions. It is a tokenizer, not a
- *    compiler: it can be fooled by macro token pasting, which is why gate 2
- *    exists.
- * 2. The object check reads the compiled ELF64 relocatable and refuses:
- *    writable sections (.data/.bss/.sdata/.sbss/.tdata/.tbss: state that can
- *    cache across calls), init/fini sections (constructors), any undefined
- *    symbol outside a small allow-list (libm, memcpy/memset/memmove), and any
- *    global definition other than kope_kernel (so a candidate cannot replace
- *    clock_gettime, malloc wrappers or harness functions at link time).
- * Both gates name the rule and the token, so the agent learns why.
+ * 1. The source screen (k3_screen_source) reads the C text the way the
+ *    compiler does in its first phases (line splices joined, comments and
+ *    literals skipped, digraphs read) and allows only what is on a list
+ *    (platform/allow.h): the directives, the pragmas with their arguments
+ *    (also inside _Pragma("...")), the attribute names in __attribute__((...))
+ *    and [[...]], the headers of K3_ALLOWED_HEADERS. It refuses by name asm,
+ *    thread-local storage, the file probes (__has_include, __has_embed),
+ *    macros with reserved names, a '#' outside a directive, raw strings, and
+ *    identifiers of process, file, network, allocation, output and timer
+ *    functions. A tokenizer is fooled by macro token pasting, hence 2.
+ * 2. The preprocessed screen (k3_screen_preprocessed) reads the compiler's
+ *    own -E -dD output of the same file with the same flags: the lines its
+ *    line markers attribute to the candidate's file (#line and line markers
+ *    are refused in the source, and a '#' a macro produces is printed after
+ *    a blank, so a marker cannot be forged) get the same word, attribute and
+ *    pragma rules after macro expansion, and every macro the candidate
+ *    defines must have a name no allowed header uses (so no macro of the
+ *    candidate expands inside a header, where these rules do not look).
+ * 3. k3_screen_includes and k3_diag_clean (below): the files the compiler
+ *    opened, and what of its diagnostics is kept.
+ * The compiled object is checked again (platform/k3/objcheck.c): that check
+ * is the authority; these are first filters that name what they refuse, so
+ * the agent learns why.
  */
 #include <ctype.h>
-#include <elf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "platform/diag.h"
+#include "platform/allow.h"
 #include "platform/k3/k3.h"
 
 /* ----------------------------------------------------------- the lists --- */
@@ -31,7 +42,9 @@
 const char *const k3_allowed_headers[] = {K3_ALLOWED_HEADERS(K3_HEADER_ELEM_, K3_HEADER_ELEM_)};
 #define allowed_headers k3_allowed_headers
 
-/* Identifiers refused anywhere in the source (as whole tokens). */
+/* Identifiers refused anywhere in the source (as whole tokens). The object
+ * check's allow-list of undefined symbols is what decides; naming these
+ * here tells the agent early and plainly. */
 static const char *const forbidden_calls[] = {
     /* processes */
     "fork", "vfork", "clone", "clone3", "system", "popen", "execl", "execle", "execlp",
@@ -64,11 +77,9 @@ static const char *const forbidden_calls[] = {
 
 static const char *const asm_words[] = {"asm", "__asm", "__asm__"};
 static const char *const state_words[] = {"_Thread_local", "thread_local", "__thread"};
+/* the preprocessor's file probes: they answer whether a host path exists */
+static const char *const probe_words[] = {"__has_include", "__has_include_next", "__has_embed"};
 static const char *const ctor_attrs[] = {"constructor", "destructor", "init_priority"};
-static const char *const bad_attrs[] = {
-    "section", "alias", "weakref", "weak", "ifunc", "naked", "cleanup",
-    "visibility", "symver",
-};
 
 static int in_list(const char *w, const char *const *list, size_t n)
 {
@@ -79,188 +90,581 @@ static int in_list(const char *w, const char *const *list, size_t n)
 }
 #define IN(w, list) in_list((w), (list), sizeof(list) / sizeof((list)[0]))
 
-/* "__constructor__" -> "constructor" */
-static void attr_strip(const char *w, char *out, size_t out_len)
+/* --------------------------------------------- phases 1-2: the text --- */
+
+/* The candidate's text as the compiler tokenizes it: every line splice
+ * (a backslash, optional blanks, a newline: gcc and clang both join those)
+ * removed and \r\n made \n. splice[] holds the offsets in s where a physical
+ * line ended in a splice, for line numbers. */
+struct src {
+    char *s;
+    size_t len;
+    size_t *splice;
+    size_t n_splice;
+};
+
+static void src_free(struct src *t)
 {
-    size_t n = strlen(w);
-    if (n > 4 && w[0] == '_' && w[1] == '_' && w[n - 1] == '_' && w[n - 2] == '_') {
-        w += 2;
-        n -= 4;
-    }
-    if (n >= out_len)
-        n = out_len - 1;
-    memcpy(out, w, n);
-    out[n] = '\0';
+    free(t->s);
+    free(t->splice);
 }
 
-/* ---------------------------------------------------------- the screen --- */
+/* 0, -1 when a lone \r is found (*bad_at: its offset in in), -2 out of memory. */
+static int src_phase2(const char *in, size_t len, struct src *t, size_t *bad_at)
+{
+    memset(t, 0, sizeof *t);
+    t->s = malloc(len + 1);
+    t->splice = malloc((len / 2 + 1) * sizeof *t->splice);
+    if (!t->s || !t->splice)
+        return -2;
+    size_t n = 0;
+    for (size_t i = 0; i < len;) {
+        if (in[i] == '\r' && !(i + 1 < len && in[i + 1] == '\n')) {
+            *bad_at = i; /* a line end to one compiler, a blank to another */
+            return -1;
+        }
+        if (in[i] == '\\') {
+            size_t j = i + 1;
+            while (j < len && (in[j] == ' ' || in[j] == '\t' || in[j] == '\f' || in[j] == '\v'))
+                j++;
+            if (j + 1 < len && in[j] == '\r' && in[j + 1] == '\n')
+                j++;
+            if (j < len && in[j] == '\n') {
+                t->splice[t->n_splice++] = n;
+                i = j + 1;
+                continue;
+            }
+        }
+        if (in[i] == '\r') { /* of \r\n */
+            i++;
+            continue;
+        }
+        t->s[n++] = in[i++];
+    }
+    t->s[n] = '\0';
+    t->len = n;
+    return 0;
+}
+
+/* ---------------------------------------------------------- the lexer --- */
+
+enum tk { T_EOF, T_NL, T_ID, T_NUM, T_STR, T_CHR, T_RAW, T_PUNCT };
+
+struct tok {
+    enum tk k;
+    size_t at, n;  /* where in the text, how long */
+    int bol;       /* first token of its line */
+    int pfx;       /* a literal with an encoding prefix (L"", u8"", ...) */
+    unsigned char p; /* T_PUNCT: the punctuator, digraphs read ('#', '[', ...);
+                        'H' for ## and %:%: */
+};
 
 struct lexer {
     const char *s;
     size_t len, i;
-    int line;
-    int bol; /* at beginning of a line (only blanks so far) */
+    int bol;    /* only blanks and comments so far on this line */
+    int in_dir; /* inside a directive: a newline is a T_NL token */
 };
 
-/* Length of a backslash-newline (line splice) at i, 0 if none. The compiler
- * joins spliced lines before it sees tokens, so the screen must too:
- * "fo\<newline>rk" is the identifier fork. */
-static size_t lex_splice(const struct lexer *lx, size_t i)
+static int is_idc(int c)
 {
-    if (i + 1 < lx->len && lx->s[i] == '\\' && lx->s[i + 1] == '\n')
-        return 2;
-    if (i + 2 < lx->len && lx->s[i] == '\\' && lx->s[i + 1] == '\r' && lx->s[i + 2] == '\n')
-        return 3;
-    return 0;
+    return isalnum(c) || c == '_' || c == '$'; /* gcc and clang take '$' in names */
 }
 
-/* Skip blanks, comments, string and char literals; stop at the next token
- * character. Returns 0 at end. */
-static int lex_skip(struct lexer *lx)
+static struct tok lex_next(struct lexer *lx)
 {
-    while (lx->i < lx->len) {
-        char c = lx->s[lx->i];
+    const char *s = lx->s;
+    for (;;) {
+        if (lx->i >= lx->len)
+            return (struct tok){.k = T_EOF, .at = lx->len};
+        char c = s[lx->i];
         if (c == '\n') {
-            lx->line++;
+            lx->i++;
             lx->bol = 1;
-            lx->i++;
-        } else if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
-            lx->i++;
-        } else if (lex_splice(lx, lx->i)) {
-            lx->i += lex_splice(lx, lx->i);
-            lx->line++;
-        } else if (c == '/' && lx->i + 1 < lx->len && lx->s[lx->i + 1] == '/') {
-            while (lx->i < lx->len && lx->s[lx->i] != '\n')
-                lx->i++;
-        } else if (c == '/' && lx->i + 1 < lx->len && lx->s[lx->i + 1] == '*') {
-            lx->i += 2;
-            while (lx->i + 1 < lx->len && !(lx->s[lx->i] == '*' && lx->s[lx->i + 1] == '/')) {
-                if (lx->s[lx->i] == '\n')
-                    lx->line++;
-                lx->i++;
+            if (lx->in_dir) {
+                lx->in_dir = 0;
+                return (struct tok){.k = T_NL, .at = lx->i - 1};
             }
-            lx->i += 2;
-        } else if (c == '"' || c == '\'') {
+        } else if (c == ' ' || c == '\t' || c == '\f' || c == '\v') {
             lx->i++;
-            while (lx->i < lx->len && lx->s[lx->i] != c && lx->s[lx->i] != '\n') {
-                if (lx->s[lx->i] == '\\')
-                    lx->i++;
+        } else if (c == '/' && lx->i + 1 < lx->len && s[lx->i + 1] == '/') {
+            while (lx->i < lx->len && s[lx->i] != '\n')
                 lx->i++;
-            }
-            lx->i++;
-            lx->bol = 0;
+        } else if (c == '/' && lx->i + 1 < lx->len && s[lx->i + 1] == '*') {
+            /* one blank, whatever it spans: a directive goes on after it */
+            const char *e = lx->i + 2 < lx->len ? strstr(s + lx->i + 2, "*/") : NULL;
+            lx->i = e ? (size_t)(e - s) + 2 : lx->len;
         } else {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* Read an identifier at lx->i into w (capped); returns its length or 0. */
-static size_t lex_ident(struct lexer *lx, char *w, size_t w_len)
-{
-    size_t n = 0, sp;
-    while (lx->i < lx->len) {
-        if ((sp = lex_splice(lx, lx->i))) {
-            lx->i += sp;
-            lx->line++;
-            continue;
-        }
-        if (!isalnum((unsigned char)lx->s[lx->i]) && lx->s[lx->i] != '_')
             break;
-        if (n + 1 < w_len)
-            w[n++] = lx->s[lx->i];
-        lx->i++;
+        }
     }
-    w[n] = '\0';
-    return n;
+    struct tok t = {.at = lx->i, .bol = lx->bol};
+    lx->bol = 0;
+    size_t i = lx->i;
+    unsigned char c = (unsigned char)s[i];
+    if (isalpha(c) || c == '_' || c == '$') {
+        while (i < lx->len && is_idc((unsigned char)s[i]))
+            i++;
+        size_t n = i - lx->i;
+        const char *w = s + lx->i;
+        char q = i < lx->len ? s[i] : 0;
+        if (q == '"' && ((n == 1 && w[0] == 'R') || (n == 2 && w[1] == 'R' && strchr("LuU", w[0])) ||
+                         (n == 3 && memcmp(w, "u8R", 3) == 0))) {
+            t.k = T_RAW; /* gcc reads R"(...)" in gnu C: its quotes are not this lexer's */
+            t.n = n + 1;
+            lx->i = i + 1;
+            return t;
+        }
+        if ((q == '"' || q == '\'') && ((n == 1 && strchr("LuU", w[0])) || (n == 2 && memcmp(w, "u8", 2) == 0))) {
+            t.pfx = 1;
+            c = (unsigned char)q; /* the literal below, prefix included */
+        } else {
+            t.k = T_ID;
+            t.n = n;
+            lx->i = i;
+            return t;
+        }
+    }
+    if (c == '"' || c == '\'') {
+        while (i < lx->len && s[i] != (char)c)
+            i++; /* to the quote (a prefix first) */
+        i++;
+        while (i < lx->len && s[i] != (char)c && s[i] != '\n') {
+            if (s[i] == '\\' && i + 1 < lx->len && s[i + 1] != '\n')
+                i++;
+            i++;
+        }
+        if (i < lx->len && s[i] == (char)c)
+            i++;
+        t.k = c == '"' ? T_STR : T_CHR;
+        t.n = i - lx->i;
+        lx->i = i;
+        return t;
+    }
+    if (isdigit(c) || (c == '.' && i + 1 < lx->len && isdigit((unsigned char)s[i + 1]))) {
+        /* a pp-number: it swallows letters, dots and exponent signs */
+        i++;
+        while (i < lx->len) {
+            if ((s[i] == '+' || s[i] == '-') && strchr("eEpP", s[i - 1]))
+                i++;
+            else if (is_idc((unsigned char)s[i]) || s[i] == '.')
+                i++;
+            else
+                break;
+        }
+        t.k = T_NUM;
+        t.n = i - lx->i;
+        lx->i = i;
+        return t;
+    }
+    t.k = T_PUNCT;
+    char d = i + 1 < lx->len ? s[i + 1] : 0;
+    t.n = 1;
+    t.p = c;
+    if (c == '%' && d == ':') {
+        t.n = 2;
+        t.p = '#';
+        if (i + 3 < lx->len && s[i + 2] == '%' && s[i + 3] == ':')
+            t.n = 4, t.p = 'H';
+    } else if (c == '#' && d == '#') {
+        t.n = 2, t.p = 'H';
+    } else if (c == '<' && d == ':') {
+        t.n = 2, t.p = '[';
+    } else if (c == ':' && d == '>') {
+        t.n = 2, t.p = ']';
+    } else if (c == '<' && d == '%') {
+        t.n = 2, t.p = '{';
+    } else if (c == '%' && d == '>') {
+        t.n = 2, t.p = '}';
+    }
+    lx->i = i + t.n;
+    return t;
 }
 
-static int reject(enum plat_screen_rule r, enum plat_screen_rule *rule, char *detail,
-                  size_t dl, int line, const char *what, const char *tok)
+static struct tok lex_peek(const struct lexer *lx)
 {
-    *rule = r;
-    snprintf(detail, dl, "line %d: %s '%s'", line, what, tok);
+    struct lexer copy = *lx;
+    return lex_next(&copy);
+}
+
+/* --------------------------------------------------------- the screen --- */
+
+enum dir { D_NONE, D_OTHER, D_DEFINE_OBJ, D_DEFINE_FN };
+
+struct screen {
+    struct lexer lx;
+    const struct src *src;    /* source mode: for line numbers */
+    const int *line_map;      /* preprocessed mode: source line of each line of lx.s */
+    size_t n_lines;
+    int pp;                   /* preprocessed mode: directives are gone */
+    enum dir dir;
+    int has_kernel;
+    enum plat_screen_rule *rule;
+    char *detail;
+    size_t dl;
+};
+
+/* The source line of text offset at. */
+static int scr_line(const struct screen *sc, size_t at)
+{
+    size_t nl = 0;
+    for (size_t i = 0; i < at && i < sc->lx.len; i++)
+        nl += sc->lx.s[i] == '\n';
+    if (sc->pp)
+        return nl < sc->n_lines ? sc->line_map[nl] : 0;
+    size_t sp = 0;
+    while (sp < sc->src->n_splice && sc->src->splice[sp] <= at)
+        sp++;
+    return (int)(1 + nl + sp);
+}
+
+/* Refuse: "line N: what 'text'" (the text made printable and capped: it is
+ * the candidate's, and goes into records and prompts). Returns 1. */
+static int refuse(struct screen *sc, enum plat_screen_rule r, size_t at, const char *what,
+                  const char *text, size_t n)
+{
+    char q[72];
+    size_t k = 0;
+    for (size_t i = 0; i < n && k + 4 < sizeof q; i++)
+        q[k++] = isprint((unsigned char)text[i]) ? text[i] : '?';
+    if (k < n)
+        q[k++] = '.', q[k++] = '.', q[k++] = '.';
+    q[k] = '\0';
+    *sc->rule = r;
+    if (n)
+        snprintf(sc->detail, sc->dl, "line %d: %s '%s'", scr_line(sc, at), what, q);
+    else
+        snprintf(sc->detail, sc->dl, "line %d: %s", scr_line(sc, at), what);
     return 1;
 }
 
-/* The directive at the current '#': only #include matters (others pass). */
-static int screen_directive(struct lexer *lx, enum plat_screen_rule *rule, char *detail, size_t dl)
+static int refuse_tok(struct screen *sc, enum plat_screen_rule r, const struct tok *t, const char *what)
+{
+    return refuse(sc, r, t->at, what, sc->lx.s + t->at, t->n);
+}
+
+/* An identifier token as a NUL-terminated word (capped: a longer name is
+ * not one of the short words compared against). */
+static void tok_word(const struct screen *sc, const struct tok *t, char *w, size_t cap)
+{
+    size_t n = t->n < cap - 1 ? t->n : cap - 1;
+    memcpy(w, sc->lx.s + t->at, n);
+    w[n] = '\0';
+}
+
+static int screen_word(struct screen *sc, const struct tok *t);
+
+/* Balanced ( ... ) after an attribute name: its identifiers get the word
+ * rules. The lexer stands after the '('. */
+static int attr_args(struct screen *sc)
+{
+    int depth = 1;
+    for (;;) {
+        struct tok t = lex_next(&sc->lx);
+        if (t.k == T_EOF || t.k == T_NL)
+            return refuse_tok(sc, PLAT_SCREEN_ATTRIBUTE, &t, "attribute not closed on its line");
+        if (t.k == T_PUNCT && t.p == '(')
+            depth++;
+        else if (t.k == T_PUNCT && t.p == ')' && --depth == 0)
+            return 0;
+        else if (t.k == T_ID && screen_word(sc, &t))
+            return 1;
+        else if (t.k == T_RAW || (t.k == T_PUNCT && (t.p == '#' || t.p == 'H')))
+            return refuse_tok(sc, PLAT_SCREEN_ATTRIBUTE, &t, "in an attribute");
+    }
+}
+
+/* One attribute name (ns: its C23 namespace or "") against the list. */
+static int attr_name(struct screen *sc, const struct tok *t, const char *ns)
 {
     char w[64];
-    lx->i += lx->s[lx->i] == '%' ? 2 : 1; /* '#' or the digraph '%:' */
-    while (lx->i < lx->len && (lx->s[lx->i] == ' ' || lx->s[lx->i] == '\t' || lex_splice(lx, lx->i)))
-        lx->i += lex_splice(lx, lx->i) ? lex_splice(lx, lx->i) : 1;
-    lex_ident(lx, w, sizeof w);
-    if (strcmp(w, "include_next") == 0 || strcmp(w, "import") == 0 || strcmp(w, "embed") == 0)
-        return reject(PLAT_SCREEN_HEADER, rule, detail, dl, lx->line, "directive", w);
-    if (strcmp(w, "include") != 0)
+    tok_word(sc, t, w, sizeof w);
+    if (allow_attribute(ns, w))
         return 0;
-    while (lx->i < lx->len && (lx->s[lx->i] == ' ' || lx->s[lx->i] == '\t'))
-        lx->i++;
+    char bare[64];
+    size_t n = strlen(w);
+    snprintf(bare, sizeof bare, "%.*s", n > 4 && w[0] == '_' && w[1] == '_' ? (int)n - 4 : (int)n,
+             n > 4 && w[0] == '_' && w[1] == '_' ? w + 2 : w);
+    if (IN(bare, ctor_attrs))
+        return refuse_tok(sc, PLAT_SCREEN_CTOR, t, "attribute");
+    return refuse_tok(sc, PLAT_SCREEN_ATTRIBUTE, t,
+                      *ns ? "attribute (namespace or name) not on the allow-list"
+                          : "attribute not on the allow-list");
+}
+
+/* __attribute__((a, b(args), ...)): the lexer stands after the keyword. */
+static int attr_gnu(struct screen *sc, const struct tok *kw)
+{
+    struct tok a = lex_next(&sc->lx), b = lex_next(&sc->lx);
+    if (!(a.k == T_PUNCT && a.p == '(' && b.k == T_PUNCT && b.p == '('))
+        return refuse_tok(sc, PLAT_SCREEN_ATTRIBUTE, kw, "attribute without its (( ))");
+    for (;;) {
+        struct tok t = lex_next(&sc->lx);
+        if (t.k == T_PUNCT && t.p == ',')
+            continue;
+        if (t.k == T_PUNCT && t.p == ')') {
+            struct tok e = lex_next(&sc->lx);
+            if (e.k == T_PUNCT && e.p == ')')
+                return 0;
+            return refuse_tok(sc, PLAT_SCREEN_ATTRIBUTE, kw, "attribute without its (( ))");
+        }
+        if (t.k != T_ID)
+            return refuse_tok(sc, PLAT_SCREEN_ATTRIBUTE, t.k == T_EOF || t.k == T_NL ? kw : &t,
+                              "malformed attribute");
+        if (attr_name(sc, &t, ""))
+            return 1;
+        struct tok n = lex_peek(&sc->lx);
+        if (n.k == T_PUNCT && n.p == '(') {
+            lex_next(&sc->lx);
+            if (attr_args(sc))
+                return 1;
+        }
+    }
+}
+
+/* [[ns::a, b(args), ...]]: the lexer stands after the second '['. */
+static int attr_c23(struct screen *sc, const struct tok *open)
+{
+    for (;;) {
+        struct tok t = lex_next(&sc->lx);
+        if (t.k == T_PUNCT && t.p == ',')
+            continue;
+        if (t.k == T_PUNCT && t.p == ']') {
+            struct tok e = lex_next(&sc->lx);
+            if (e.k == T_PUNCT && e.p == ']')
+                return 0;
+            return refuse_tok(sc, PLAT_SCREEN_ATTRIBUTE, open, "attribute without its ]]");
+        }
+        if (t.k != T_ID)
+            return refuse_tok(sc, PLAT_SCREEN_ATTRIBUTE, t.k == T_EOF || t.k == T_NL ? open : &t,
+                              "malformed attribute");
+        char ns[32] = "";
+        struct tok c1 = lex_peek(&sc->lx);
+        if (c1.k == T_PUNCT && c1.p == ':') {
+            lex_next(&sc->lx);
+            struct tok c2 = lex_next(&sc->lx), name = lex_next(&sc->lx);
+            if (!(c2.k == T_PUNCT && c2.p == ':') || name.k != T_ID)
+                return refuse_tok(sc, PLAT_SCREEN_ATTRIBUTE, &t, "malformed attribute");
+            tok_word(sc, &t, ns, sizeof ns);
+            if (!ns[0] || t.n >= sizeof ns)
+                return refuse_tok(sc, PLAT_SCREEN_ATTRIBUTE, &t, "attribute namespace");
+            t = name;
+        }
+        if (attr_name(sc, &t, ns))
+            return 1;
+        struct tok n = lex_peek(&sc->lx);
+        if (n.k == T_PUNCT && n.p == '(') {
+            lex_next(&sc->lx);
+            if (attr_args(sc))
+                return 1;
+        }
+    }
+}
+
+/* _Pragma("text"): a plain string literal whose text is an allowed pragma.
+ * The lexer stands after _Pragma. */
+static int pragma_operator(struct screen *sc, const struct tok *kw)
+{
+    struct tok a = lex_next(&sc->lx), str = lex_next(&sc->lx), b = lex_next(&sc->lx);
+    if (!(a.k == T_PUNCT && a.p == '(' && str.k == T_STR && !str.pfx && str.n >= 2 &&
+          b.k == T_PUNCT && b.p == ')'))
+        return refuse_tok(sc, PLAT_SCREEN_PRAGMA, kw, "_Pragma without one plain string literal");
+    const char *s = sc->lx.s + str.at;
+    if (s[str.n - 1] != '"')
+        return refuse_tok(sc, PLAT_SCREEN_PRAGMA, kw, "_Pragma without one plain string literal");
+    char text[256];
+    size_t n = 0;
+    for (size_t i = 1; i + 1 < str.n; i++) {
+        char c = s[i];
+        if (c == '\\') { /* destringize: \" and \\ only (no pragma here needs more) */
+            if (i + 2 >= str.n || (s[i + 1] != '"' && s[i + 1] != '\\'))
+                return refuse_tok(sc, PLAT_SCREEN_PRAGMA, &str, "_Pragma with an escape");
+            c = s[++i];
+        }
+        if (n + 1 >= sizeof text)
+            return refuse_tok(sc, PLAT_SCREEN_PRAGMA, &str, "_Pragma text too long");
+        text[n++] = c;
+    }
+    if (!allow_pragma(text, n))
+        return refuse(sc, PLAT_SCREEN_PRAGMA, str.at, "pragma not on the allow-list", text, n);
+    return 0;
+}
+
+/* The rules for one identifier wherever it appears. */
+static int screen_word(struct screen *sc, const struct tok *t)
+{
+    char w[128];
+    tok_word(sc, t, w, sizeof w);
+    if (strcmp(w, "kope_kernel") == 0 || strcmp(w, "KOPE_KERNEL") == 0)
+        sc->has_kernel = 1;
+    if (IN(w, asm_words))
+        return refuse_tok(sc, PLAT_SCREEN_ASM, t, "inline assembly");
+    if (IN(w, state_words))
+        return refuse_tok(sc, PLAT_SCREEN_STATE, t, "thread-local storage");
+    if (IN(w, probe_words))
+        return refuse_tok(sc, PLAT_SCREEN_HEADER, t, "file probe");
+    if (IN(w, forbidden_calls))
+        return refuse_tok(sc, PLAT_SCREEN_CALL, t, "forbidden identifier");
+    if (strcmp(w, "__declspec") == 0 || strcmp(w, "__pragma") == 0)
+        return refuse_tok(sc, PLAT_SCREEN_ATTRIBUTE, t,
+                          "not allowed (write __attribute__((...)) or _Pragma(\"...\"))");
+    if (strcmp(w, "__attribute__") == 0 || strcmp(w, "__attribute") == 0)
+        return attr_gnu(sc, t);
+    if (strcmp(w, "_Pragma") == 0)
+        return pragma_operator(sc, t);
+    return 0;
+}
+
+/* #include: only <h> or "h" of the allow-list. The lexer stands after the
+ * directive's name. */
+static int screen_include(struct screen *sc, const struct tok *name)
+{
+    struct lexer *lx = &sc->lx;
+    while (lx->i < lx->len) { /* blanks and comments, not the newline */
+        const char *s = lx->s;
+        if (s[lx->i] == ' ' || s[lx->i] == '\t' || s[lx->i] == '\f' || s[lx->i] == '\v') {
+            lx->i++;
+        } else if (s[lx->i] == '/' && lx->i + 1 < lx->len && s[lx->i + 1] == '*') {
+            const char *e = strstr(s + lx->i + 2, "*/");
+            lx->i = e ? (size_t)(e - s) + 2 : lx->len;
+        } else {
+            break;
+        }
+    }
     char close = 0;
     if (lx->i < lx->len && lx->s[lx->i] == '<')
         close = '>';
     else if (lx->i < lx->len && lx->s[lx->i] == '"')
         close = '"';
     if (!close)
-        return reject(PLAT_SCREEN_HEADER, rule, detail, dl, lx->line,
-                      "#include of a macro is not allowed", "#include");
-    lx->i++;
-    char h[128];
-    size_t n = 0;
-    while (lx->i < lx->len && lx->s[lx->i] != close && lx->s[lx->i] != '\n') {
-        if (n + 1 < sizeof h)
-            h[n++] = lx->s[lx->i];
+        return refuse_tok(sc, PLAT_SCREEN_HEADER, name, "#include of a macro is not allowed");
+    size_t b = ++lx->i;
+    while (lx->i < lx->len && lx->s[lx->i] != close && lx->s[lx->i] != '\n')
         lx->i++;
-    }
-    h[n] = '\0';
+    size_t hn = lx->i - b;
     if (lx->i < lx->len && lx->s[lx->i] == close)
         lx->i++;
-    if (!IN(h, allowed_headers))
-        return reject(PLAT_SCREEN_HEADER, rule, detail, dl, lx->line,
-                      "header outside the allow-list (" K3_ALLOWED_HEADERS_TEXT ")", h);
+    char h[128];
+    int ok = hn < sizeof h;
+    if (ok) {
+        memcpy(h, lx->s + b, hn);
+        h[hn] = '\0';
+        ok = IN(h, allowed_headers);
+    }
+    if (!ok)
+        return refuse(sc, PLAT_SCREEN_HEADER, b, "header outside the allow-list (" K3_ALLOWED_HEADERS_TEXT ")",
+                      lx->s + b, hn);
     return 0;
 }
 
-/* Inside __attribute__((...)) or [[...]]: check every identifier until the
- * brackets balance. */
-static int screen_attribute(struct lexer *lx, char open, char close, enum plat_screen_rule *rule,
-                            char *detail, size_t dl)
+/* #pragma: the rest of the line, its tokens joined by one blank. */
+static int screen_pragma(struct screen *sc, const struct tok *name)
 {
-    int depth = 0;
-    char w[64], a[64];
-    while (lex_skip(lx)) {
-        char c = lx->s[lx->i];
-        if (c == open) {
-            depth++;
-            lx->i++;
-        } else if (c == close) {
-            lx->i++;
-            if (--depth <= 0)
-                return 0;
-        } else if (isalpha((unsigned char)c) || c == '_') {
-            lex_ident(lx, w, sizeof w);
-            attr_strip(w, a, sizeof a);
-            if (IN(a, ctor_attrs))
-                return reject(PLAT_SCREEN_CTOR, rule, detail, dl, lx->line, "attribute", w);
-            if (IN(a, bad_attrs))
-                return reject(PLAT_SCREEN_ATTRIBUTE, rule, detail, dl, lx->line, "attribute", w);
-        } else {
-            lx->i++;
-        }
-        if (depth == 0 && open == '[')
-            return 0;
+    char text[256];
+    size_t n = 0;
+    for (;;) {
+        struct tok t = lex_next(&sc->lx);
+        if (t.k == T_EOF || t.k == T_NL)
+            break;
+        if (n + t.n + 2 >= sizeof text)
+            return refuse_tok(sc, PLAT_SCREEN_PRAGMA, name, "pragma too long");
+        if (n)
+            text[n++] = ' ';
+        memcpy(text + n, sc->lx.s + t.at, t.n);
+        n += t.n;
+    }
+    sc->dir = D_NONE;
+    if (!allow_pragma(text, n))
+        return refuse(sc, PLAT_SCREEN_PRAGMA, name->at, "pragma not on the allow-list", text, n);
+    return 0;
+}
+
+/* A directive: the lexer stands after the '#' that starts a line. */
+static int screen_directive(struct screen *sc, const struct tok *hash)
+{
+    sc->lx.in_dir = 1;
+    struct tok t = lex_next(&sc->lx);
+    if (t.k == T_EOF || t.k == T_NL) { /* the null directive */
+        sc->dir = D_NONE;
+        return 0;
+    }
+    sc->dir = D_OTHER;
+    if (t.k == T_NUM)
+        return refuse(sc, PLAT_SCREEN_DIRECTIVE, hash->at, "line marker directive", sc->lx.s + hash->at,
+                      t.at + t.n - hash->at);
+    if (t.k != T_ID)
+        return refuse_tok(sc, PLAT_SCREEN_DIRECTIVE, hash, "directive");
+    char w[32];
+    tok_word(sc, &t, w, sizeof w);
+    if (!allow_directive(sc->lx.s + t.at, t.n)) {
+        int reads = strcmp(w, "embed") == 0 || strcmp(w, "include_next") == 0 || strcmp(w, "import") == 0;
+        return refuse_tok(sc, reads ? PLAT_SCREEN_HEADER : PLAT_SCREEN_DIRECTIVE, &t,
+                          "directive not on the allow-list (" ALLOW_DIRECTIVES_TEXT " )");
+    }
+    if (strcmp(w, "include") == 0)
+        return screen_include(sc, &t);
+    if (strcmp(w, "pragma") == 0)
+        return screen_pragma(sc, &t);
+    if (strcmp(w, "define") == 0 || strcmp(w, "undef") == 0) {
+        struct tok m = lex_next(&sc->lx);
+        if (m.k != T_ID)
+            return refuse_tok(sc, PLAT_SCREEN_DIRECTIVE, &t, "malformed");
+        if (allow_reserved_name(sc->lx.s + m.at, m.n))
+            return refuse_tok(sc, PLAT_SCREEN_DIRECTIVE, &m, "macro with a reserved name (__x, _X)");
+        if (screen_word(sc, &m))
+            return 1;
+        if (w[0] == 'd')
+            sc->dir = sc->lx.i < sc->lx.len && sc->lx.s[sc->lx.i] == '(' ? D_DEFINE_FN : D_DEFINE_OBJ;
     }
     return 0;
+}
+
+/* The token loop both screens share. */
+static int screen_tokens(struct screen *sc)
+{
+    for (;;) {
+        struct tok t = lex_next(&sc->lx);
+        if (t.k == T_EOF)
+            return 0;
+        if (t.k == T_NL) {
+            sc->dir = D_NONE;
+            continue;
+        }
+        if (t.k == T_RAW)
+            return refuse_tok(sc, PLAT_SCREEN_ATTRIBUTE, &t, "raw string literal");
+        if (t.k == T_ID) {
+            if (screen_word(sc, &t))
+                return 1;
+            continue;
+        }
+        if (t.k != T_PUNCT)
+            continue;
+        if (t.p >= 0x80)
+            return refuse(sc, PLAT_SCREEN_ATTRIBUTE, t.at, "non-ASCII byte outside comments and strings",
+                          "", 0);
+        if (t.p == '#' && t.bol && sc->dir == D_NONE && !sc->pp) {
+            if (screen_directive(sc, &t))
+                return 1;
+        } else if (t.p == '#' || t.p == 'H') {
+            /* '#' stringizes and '##' pastes inside a function-like macro, '##'
+             * in an object-like one; anywhere else a '#' could only be made
+             * to look like a directive or line marker */
+            if (sc->pp || !(sc->dir == D_DEFINE_FN || (sc->dir == D_DEFINE_OBJ && t.p == 'H')))
+                return refuse_tok(sc, PLAT_SCREEN_DIRECTIVE, &t, "'#' outside a directive");
+        } else if (t.p == '[') {
+            struct tok n = lex_peek(&sc->lx);
+            if (n.k == T_PUNCT && n.p == '[') {
+                lex_next(&sc->lx);
+                if (attr_c23(sc, &t))
+                    return 1;
+            }
+        }
+    }
 }
 
 int k3_screen_source(const char *src, size_t len, enum plat_screen_rule *rule, char *detail,
                      size_t detail_len)
 {
-    struct lexer lx = {src, len, 0, 1, 1};
-    char w[128];
-    int has_kernel = 0;
     *rule = PLAT_SCREEN_NONE;
     if (detail_len)
         detail[0] = '\0';
@@ -275,285 +679,327 @@ int k3_screen_source(const char *src, size_t len, enum plat_screen_rule *rule, c
         return 1;
     }
     if (len >= 3 && (unsigned char)src[0] == 0xEF && (unsigned char)src[1] == 0xBB &&
-        (unsigned char)src[2] == 0xBF)
-        lx.i = 3; /* UTF-8 byte order mark: the compiler skips it too */
-    while (lex_skip(&lx)) {
-        char c = src[lx.i];
-        if ((unsigned char)c >= 0x80) {
-            /* outside comments and strings: nothing a kernel needs, and a way
-             * to make the screen and the compiler disagree about tokens */
-            *rule = PLAT_SCREEN_ATTRIBUTE;
-            snprintf(detail, detail_len, "line %d: non-ASCII byte outside comments and strings",
-                     lx.line);
-            return 1;
-        }
-        if ((c == '#' || (c == '%' && lx.i + 1 < len && src[lx.i + 1] == ':')) && lx.bol) {
-            if (screen_directive(&lx, rule, detail, detail_len))
-                return 1;
-            continue;
-        }
-        lx.bol = 0;
-        if (isalpha((unsigned char)c) || c == '_') {
-            lex_ident(&lx, w, sizeof w);
-            if (strcmp(w, "kope_kernel") == 0 || strcmp(w, "KOPE_KERNEL") == 0)
-                has_kernel = 1;
-            if (IN(w, asm_words))
-                return reject(PLAT_SCREEN_ASM, rule, detail, detail_len, lx.line, "inline assembly", w);
-            if (IN(w, state_words))
-                return reject(PLAT_SCREEN_STATE, rule, detail, detail_len, lx.line,
-                              "thread-local storage", w);
-            if (IN(w, forbidden_calls))
-                return reject(PLAT_SCREEN_CALL, rule, detail, detail_len, lx.line,
-                              "forbidden identifier", w);
-            if (strcmp(w, "__attribute__") == 0 || strcmp(w, "__attribute") == 0 ||
-                strcmp(w, "__declspec") == 0) {
-                if (screen_attribute(&lx, '(', ')', rule, detail, detail_len))
-                    return 1;
-            }
-            if (strcmp(w, "_Pragma") == 0)
-                return reject(PLAT_SCREEN_ATTRIBUTE, rule, detail, detail_len, lx.line,
-                              "operator", w);
-        } else if (isdigit((unsigned char)c)) {
-            while (lx.i < len && (isalnum((unsigned char)src[lx.i]) || src[lx.i] == '.' || src[lx.i] == '_'))
-                lx.i++;
-        } else if (c == '[' && lx.i + 1 < len && src[lx.i + 1] == '[') {
-            lx.i++;
-            if (screen_attribute(&lx, '[', ']', rule, detail, detail_len))
-                return 1;
-        } else {
-            lx.i++;
-        }
+        (unsigned char)src[2] == 0xBF) {
+        src += 3; /* UTF-8 byte order mark: the compiler skips it too */
+        len -= 3;
     }
-    if (!has_kernel) {
-        *rule = PLAT_SCREEN_NO_KERNEL;
-        snprintf(detail, detail_len, "no definition of kope_kernel (KOPE_KERNEL)");
+    struct src text;
+    size_t bad = 0;
+    int p2 = src_phase2(src, len, &text, &bad);
+    if (p2 == -2) {
+        src_free(&text);
+        *rule = PLAT_SCREEN_TOO_BIG;
+        snprintf(detail, detail_len, "out of memory screening the source");
         return 1;
     }
+    if (p2 == -1) {
+        int line = 1;
+        for (size_t i = 0; i < bad; i++)
+            line += src[i] == '\n';
+        src_free(&text);
+        *rule = PLAT_SCREEN_ATTRIBUTE;
+        snprintf(detail, detail_len, "line %d: carriage return not followed by a line feed", line);
+        return 1;
+    }
+    struct screen sc = {
+        .lx = {text.s, text.len, 0, 1, 0}, .src = &text, .rule = rule, .detail = detail, .dl = detail_len,
+    };
+    int r = screen_tokens(&sc);
+    if (!r && !sc.has_kernel) {
+        *rule = PLAT_SCREEN_NO_KERNEL;
+        snprintf(detail, detail_len, "no definition of kope_kernel (KOPE_KERNEL)");
+        r = 1;
+    }
+    src_free(&text);
+    return r;
+}
+
+/* ------------------------------------------ the preprocessed screen --- */
+
+/* The identifiers the allowed headers use (k3.h struct k3_names): a sorted
+ * array of words. A candidate's macro with one of these names could expand
+ * inside a header, out of the preprocessed screen's sight. */
+static int names_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+void k3_names_free(struct k3_names *nm)
+{
+    if (!nm)
+        return;
+    free(nm->buf);
+    free(nm->v);
+    memset(nm, 0, sizeof *nm);
+}
+
+int k3_names_has(const struct k3_names *nm, const char *w)
+{
+    return nm && nm->n && bsearch(&w, nm->v, nm->n, sizeof *nm->v, names_cmp) != NULL;
+}
+
+/* Append one word to the buffer (words '\0'-separated, capped). */
+static int names_push(const char *w, size_t n, char **buf, size_t *len, size_t *cap)
+{
+    if (*len + n + 1 > *cap) {
+        size_t nc = *cap ? *cap * 2 : 1 << 16;
+        char *nb = nc <= K3_NAMES_MAX ? realloc(*buf, nc) : NULL;
+        if (!nb)
+            return -1;
+        *buf = nb;
+        *cap = nc;
+    }
+    memcpy(*buf + *len, w, n);
+    *len += n;
+    (*buf)[(*len)++] = '\0';
     return 0;
 }
 
-/* --------------------------------------------------- the object check --- */
-
-/* Undefined symbols a candidate object may reference. */
-static const char *const allowed_symbols[] = {
-    /* clang lowers memcmp(...) == 0 to bcmp */
-    "memcpy", "memset", "memmove", "memcmp", "bcmp",
-    "expf", "exp", "exp2f", "expm1f", "logf", "log", "log2f", "log1pf", "powf", "pow",
-    "sqrtf", "sqrt", "tanhf", "tanh", "erff", "erf", "erfcf", "fabsf", "fabs",
-    "fminf", "fmaxf", "fmin", "fmax", "floorf", "ceilf", "roundf", "truncf", "rintf",
-    "lrintf", "nearbyintf", "fmaf", "fma", "ldexpf", "frexpf", "sinf", "cosf",
-    "coshf", "sinhf", "atanf", "copysignf", "scalbnf",
-    "__stack_chk_fail", "__stack_chk_guard",
-};
-
-#define OBJ_MAX_BYTES (16u << 20)
-
-/* Does [off, off+size) lie inside a file of len bytes (no overflow)? */
-static int in_file(uint64_t off, uint64_t size, size_t len)
+/* Add the identifiers of one header to the word buffer: the names a macro
+ * defined before the header could replace. Not a macro's parameters (local
+ * to its definition), not the path of an #include, not #error text. */
+static int names_add_file(const char *path, char **buf, size_t *len, size_t *cap)
 {
-    return off <= len && size <= len - off;
-}
-
-/* CSRs compiled code may touch: the vector state (vstart 0x008, vxsat
- * 0x009, vxrm 0x00A, vcsr 0x00F, vl 0xC20, vtype 0xC21, vlenb 0xC22) and the
- * FP status/rounding registers (fflags 0x001, frm 0x002, fcsr 0x003). clang
- * emits `csrwi vxrm, N` for fixed-point intrinsics with an explicit rounding
- * mode, and reads vlenb for scalable stack frames. What a kernel leaves in
- * them is judged at run time (the harness checks frm after each call; every
- * call runs in a fresh process, so nothing it sets survives). Counters
- * (cycle, time, instret, hpm*) and everything else are refused. */
-static int csr_allowed(uint32_t csr)
-{
-    return csr == 0x001 || csr == 0x002 || csr == 0x003 || csr == 0x008 || csr == 0x009 ||
-           csr == 0x00A || csr == 0x00F || csr == 0xC20 || csr == 0xC21 || csr == 0xC22;
-}
-
-#define RV_ECALL 0x00000073u
-#define RV_EBREAK 0x00100073u
-#define RV_C_EBREAK 0x9002u
-
-/* Refuse RISC-V SYSTEM instructions in machine code: ecall (a system call
- * without libc), ebreak, and CSR access outside the list above.
- *
- * Two passes. The linear decode (16-bit compressed and 32-bit instructions
- * from the section start) sees what the code executes when read in order:
- * any ecall, ebreak, c.ebreak or CSR instruction off the list is refused.
- * Then every 2-byte offset is read as a 32-bit word, because a computed jump
- * can land inside another instruction's bytes (a misaligned decode the
- * linear pass never sees): there, ecall and reads of the counters (cycle,
- * time, instret, hpm*: 0xC00-0xC1F) are refused too. Other CSR patterns and
- * ebreak/c.ebreak are only refused in the linear pass: their bit patterns
- * occur inside honest instructions (16 of the 316 template instances hold a
- * misaligned "CSR access" to some privileged CSR), and executed misaligned
- * they merely trap, which is a crash. */
-static int text_check(const unsigned char *code, size_t n, const char *sec, char *detail, size_t dl)
-{
-    const char *what = NULL;
-    uint32_t w = 0;
-    size_t at = 0;
-    for (size_t i = 0; i + 2 <= n && !what;) {
-        uint16_t lo = (uint16_t)(code[i] | code[i + 1] << 8);
-        if ((lo & 3) != 3) {
-            if (lo == RV_C_EBREAK) {
-                w = lo, at = i, what = "c.ebreak";
-            }
-            i += 2;
-            continue;
-        }
-        if (i + 4 > n)
-            break;
-        w = lo | (uint32_t)(code[i + 2] | code[i + 3] << 8) << 16;
-        if ((w & 0x7f) == 0x73) {
-            uint32_t funct3 = (w >> 12) & 7;
-            if (funct3 == 0 || funct3 == 4 || !csr_allowed(w >> 20))
-                at = i, what = w == RV_ECALL ? "ecall" : w == RV_EBREAK ? "ebreak" : "a system instruction";
-        }
-        i += 4;
-    }
-    for (size_t i = 0; i + 4 <= n && !what; i += 2) {
-        w = (uint32_t)(code[i] | code[i + 1] << 8 | code[i + 2] << 16 | (uint32_t)code[i + 3] << 24);
-        if ((w & 0x7f) != 0x73)
-            continue;
-        uint32_t funct3 = (w >> 12) & 7;
-        if (w == RV_ECALL)
-            at = i, what = "ecall (inside other instructions' bytes)";
-        else if (funct3 != 0 && funct3 != 4 && (w >> 20) >= 0xC00 && (w >> 20) <= 0xC1F)
-            at = i, what = "a counter CSR read (inside other instructions' bytes)";
-    }
-    if (!what)
-        return 0;
-    snprintf(detail, dl, "machine code in %s holds %s (0x%08x at +%zu): ecall/ebreak/CSR access "
-             "other than the FP and vector CSRs are not allowed in a kernel", sec, what, w, at);
-    return 1;
-}
-
-int k3_screen_object(const char *path, enum plat_screen_rule *rule, char *detail, size_t dl)
-{
-    int rc = PLAT_ERR_IO;
-    unsigned char *buf = NULL;
-    size_t len = 0;
     FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    char *in = malloc(K3_NAMES_FILE_MAX + 1);
+    size_t n = in ? fread(in, 1, K3_NAMES_FILE_MAX + 1, f) : 0;
+    fclose(f);
+    if (!in || n > K3_NAMES_FILE_MAX) {
+        free(in);
+        return -1;
+    }
+    struct src t;
+    size_t bad;
+    for (size_t i = 0; i < n; i++)
+        if (in[i] == '\r' || in[i] == '\0')
+            in[i] = ' '; /* headers are not hostile: only their words matter */
+    int rc = src_phase2(in, n, &t, &bad) ? -1 : 0;
+    free(in);
+    struct lexer lx = {t.s, t.len, 0, 1, 0};
+    enum { H_CODE, H_SKIP, H_PARAMS, H_BODY } st = H_CODE;
+    struct tok par[32]; /* the parameters of the #define being read */
+    int npar = 0;
+    for (struct tok k; !rc && (k = lex_next(&lx)).k != T_EOF;) {
+        if (k.k == T_NL) {
+            st = H_CODE;
+            continue;
+        }
+        if (k.k == T_PUNCT && k.p == '#' && k.bol && st == H_CODE) {
+            lx.in_dir = 1;
+            struct tok d = lex_next(&lx);
+            if (d.k == T_NL || d.k == T_EOF)
+                continue;
+            const char *w = t.s + d.at;
+            int is = d.k == T_ID;
+            if (is && ((d.n == 7 && memcmp(w, "include", 7) == 0) || (d.n == 12 && memcmp(w, "include_next", 12) == 0) ||
+                       (d.n == 5 && memcmp(w, "error", 5) == 0) || (d.n == 7 && memcmp(w, "warning", 7) == 0))) {
+                st = H_SKIP;
+            } else if (is && d.n == 6 && memcmp(w, "define", 6) == 0) {
+                struct tok m = lex_next(&lx);
+                if (m.k == T_ID)
+                    rc = names_push(t.s + m.at, m.n, buf, len, cap);
+                npar = 0;
+                st = m.k == T_ID && lx.i < lx.len && t.s[lx.i] == '(' ? H_PARAMS : H_BODY;
+            }
+            continue;
+        }
+        if (st == H_PARAMS && k.k == T_PUNCT && k.p == ')') {
+            st = H_BODY;
+            continue;
+        }
+        if (k.k != T_ID || st == H_SKIP)
+            continue;
+        if (st == H_PARAMS) {
+            if (npar < (int)(sizeof par / sizeof par[0]))
+                par[npar++] = k;
+            continue;
+        }
+        if (st == H_BODY) {
+            int is_par = 0;
+            for (int i = 0; i < npar && !is_par; i++)
+                is_par = par[i].n == k.n && memcmp(t.s + par[i].at, t.s + k.at, k.n) == 0;
+            if (is_par)
+                continue;
+        }
+        rc = names_push(t.s + k.at, k.n, buf, len, cap);
+    }
+    src_free(&t);
+    return rc;
+}
+
+int k3_names_load(const char *paths, struct k3_names *nm)
+{
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    int rc = 0;
+    memset(nm, 0, sizeof *nm);
+    for (const char *p = paths; p && *p && !rc;) {
+        const char *e = strchr(p, '\n');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        char path[K3_PATH_MAX + 64];
+        if (l > 0 && l < sizeof path) {
+            memcpy(path, p, l);
+            path[l] = '\0';
+            rc = names_add_file(path, &buf, &len, &cap);
+        }
+        p = e ? e + 1 : p + l;
+    }
+    if (rc) {
+        free(buf);
+        return -1;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++)
+        n += buf[i] == '\0';
+    const char **v = malloc((n ? n : 1) * sizeof *v);
+    if (!v) {
+        free(buf);
+        return -1;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < len; i += strlen(buf + i) + 1)
+        v[k++] = buf + i;
+    qsort(v, k, sizeof *v, names_cmp);
+    size_t u = 0;
+    for (size_t i = 0; i < k; i++)
+        if (u == 0 || strcmp(v[u - 1], v[i]) != 0)
+            v[u++] = v[i];
+    nm->buf = buf;
+    nm->v = v;
+    nm->n = u;
+    return 0;
+}
+
+/* A line marker of -E output, "# N \"path\" flags", at column 0 (a '#' that
+ * comes from a macro is printed after a blank by gcc and clang, so only the
+ * preprocessor itself writes one here). The path is unescaped into path. */
+static int pp_marker(const char *l, size_t n, long *line, char *path, size_t cap)
+{
+    if (n < 5 || l[0] != '#' || l[1] != ' ' || !isdigit((unsigned char)l[2]))
+        return 0;
+    size_t i = 2;
+    long v = 0;
+    while (i < n && isdigit((unsigned char)l[i]) && v < 100000000)
+        v = v * 10 + (l[i++] - '0');
+    if (i + 1 >= n || l[i] != ' ' || l[i + 1] != '"')
+        return 0;
+    i += 2;
+    size_t k = 0;
+    while (i < n && l[i] != '"') {
+        if (l[i] == '\\' && i + 1 < n)
+            i++;
+        if (k + 1 < cap)
+            path[k++] = l[i];
+        i++;
+    }
+    path[k] = '\0';
+    *line = v;
+    return i < n;
+}
+
+int k3_screen_preprocessed(const char *pp, size_t len, const char *cand_path,
+                           const struct k3_names *hdr, enum plat_screen_rule *rule, char *detail,
+                           size_t dl)
+{
+    int rc = 1;
     *rule = PLAT_SCREEN_NONE;
-    if (!f) {
-        snprintf(detail, dl, "cannot open %s", path);
-        goto out;
-    }
-    buf = malloc(OBJ_MAX_BYTES);
-    if (!buf) {
-        rc = PLAT_ERR_NOMEM;
-        goto out;
-    }
-    len = fread(buf, 1, OBJ_MAX_BYTES, f);
-    if (len < sizeof(Elf64_Ehdr) || memcmp(buf, ELFMAG, SELFMAG) != 0 ||
-        buf[EI_CLASS] != ELFCLASS64 || buf[EI_DATA] != ELFDATA2LSB) {
-        snprintf(detail, dl, "%s is not an ELF64 little-endian object", path);
-        goto out;
-    }
-    if (len == OBJ_MAX_BYTES) {
+    if (dl)
+        detail[0] = '\0';
+    /* the candidate's lines, and the source line of each */
+    char *text = malloc(len + 1);
+    size_t max_lines = 1;
+    for (size_t i = 0; i < len; i++)
+        max_lines += pp[i] == '\n';
+    int *map = malloc(max_lines * sizeof *map);
+    struct screen sc = {.pp = 1, .rule = rule, .detail = detail, .dl = dl};
+    if (!text || !map) {
         *rule = PLAT_SCREEN_TOO_BIG;
-        snprintf(detail, dl, "object file over %u bytes", OBJ_MAX_BYTES);
-        rc = 1;
+        snprintf(detail, dl, "out of memory screening the preprocessed source");
         goto out;
     }
-    Elf64_Ehdr eh;
-    memcpy(&eh, buf, sizeof eh);
-    if (eh.e_shoff == 0 || eh.e_shentsize != sizeof(Elf64_Shdr) ||
-        !in_file(eh.e_shoff, (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr), len) ||
-        eh.e_shstrndx >= eh.e_shnum) {
-        snprintf(detail, dl, "%s: bad section table", path);
-        goto out;
-    }
-    Elf64_Shdr *sh = calloc(eh.e_shnum ? eh.e_shnum : 1, sizeof *sh);
-    if (!sh) {
-        rc = PLAT_ERR_NOMEM;
-        goto out;
-    }
-    memcpy(sh, buf + eh.e_shoff, (size_t)eh.e_shnum * sizeof *sh);
-    rc = 0;
-    const Elf64_Shdr *strsh = &sh[eh.e_shstrndx];
-    int has_kernel = 0;
-    for (unsigned i = 0; i < eh.e_shnum && rc == 0; i++) {
-        const char *name = "";
-        if (in_file(strsh->sh_offset, sh[i].sh_name, len) && strsh->sh_offset + sh[i].sh_name < len) {
-            size_t at = (size_t)(strsh->sh_offset + sh[i].sh_name);
-            name = memchr(buf + at, '\0', len - at) ? (const char *)buf + at : "?";
+    size_t tn = 0, nl = 0;
+    int in_cand = 0, seen_cand = 0;
+    long line = 1;
+    char path[K3_PATH_MAX + 64];
+    for (size_t b = 0; b < len;) {
+        const char *l = pp + b;
+        const char *e = memchr(l, '\n', len - b);
+        size_t n = e ? (size_t)(e - l) : len - b;
+        b += n + 1;
+        long mline;
+        if (pp_marker(l, n, &mline, path, sizeof path)) {
+            in_cand = strcmp(path, cand_path) == 0;
+            seen_cand |= in_cand;
+            line = mline;
+            continue;
         }
-        if (eh.e_machine == EM_RISCV && sh[i].sh_type == SHT_PROGBITS &&
-            (sh[i].sh_flags & SHF_EXECINSTR) && in_file(sh[i].sh_offset, sh[i].sh_size, len) &&
-            text_check(buf + sh[i].sh_offset, (size_t)sh[i].sh_size, name, detail, dl)) {
-            *rule = PLAT_SCREEN_SYSTEM_INSN;
-            rc = 1;
-        } else if (sh[i].sh_type == SHT_INIT_ARRAY || sh[i].sh_type == SHT_FINI_ARRAY ||
-            sh[i].sh_type == SHT_PREINIT_ARRAY || strncmp(name, ".ctors", 6) == 0 ||
-            strncmp(name, ".dtors", 6) == 0 || strncmp(name, ".init", 5) == 0 ||
-            strncmp(name, ".fini", 5) == 0) {
-            *rule = PLAT_SCREEN_CTOR;
-            snprintf(detail, dl, "object has an init/fini section %s", name);
-            rc = 1;
-        } else if ((sh[i].sh_flags & SHF_ALLOC) && (sh[i].sh_flags & SHF_WRITE) &&
-                   sh[i].sh_size > 0 && strncmp(name, ".data.rel.ro", 12) != 0) {
-            *rule = PLAT_SCREEN_STATE;
-            snprintf(detail, dl, "object has writable storage %s (%llu bytes): state can "
-                     "survive across calls", name, (unsigned long long)sh[i].sh_size);
-            rc = 1;
-        } else if (sh[i].sh_type == SHT_SYMTAB) {
-            if (sh[i].sh_link >= eh.e_shnum || !in_file(sh[i].sh_offset, sh[i].sh_size, len) ||
-                sh[i].sh_entsize != sizeof(Elf64_Sym)) {
-                snprintf(detail, dl, "%s: bad symbol table", path);
-                rc = PLAT_ERR_IO;
-                break;
-            }
-            const Elf64_Shdr *ss = &sh[sh[i].sh_link];
-            if (!in_file(ss->sh_offset, ss->sh_size, len) || ss->sh_size == 0) {
-                snprintf(detail, dl, "%s: bad string table", path);
-                rc = PLAT_ERR_IO;
-                break;
-            }
-            const char *strtab = (const char *)buf + ss->sh_offset;
-            size_t nsym = sh[i].sh_size / sizeof(Elf64_Sym);
-            for (size_t k = 1; k < nsym && rc == 0; k++) {
-                Elf64_Sym sym;
-                memcpy(&sym, buf + sh[i].sh_offset + k * sizeof sym, sizeof sym);
-                if (sym.st_name >= ss->sh_size)
-                    continue;
-                const char *sn = strtab + sym.st_name;
-                if (!memchr(sn, '\0', ss->sh_size - sym.st_name) || !*sn)
-                    continue;
-                int bind = ELF64_ST_BIND(sym.st_info), type = ELF64_ST_TYPE(sym.st_info);
-                if (sym.st_shndx == SHN_UNDEF) {
-                    if (!IN(sn, allowed_symbols)) {
-                        *rule = PLAT_SCREEN_SYMBOL;
-                        snprintf(detail, dl, "object calls '%s', outside the allow-list "
-                                 "(libm, memcpy/memset/memmove/memcmp/bcmp)", sn);
-                        rc = 1;
-                    }
-                } else if (bind != STB_LOCAL && type != STT_SECTION && type != STT_FILE) {
-                    if (strcmp(sn, "kope_kernel") == 0) {
-                        has_kernel = 1;
-                    } else {
-                        *rule = PLAT_SCREEN_SYMBOL;
-                        snprintf(detail, dl, "object defines global symbol '%s': only "
-                                 "kope_kernel may be global (make helpers static)", sn);
-                        rc = 1;
-                    }
-                } else if (sym.st_shndx == SHN_COMMON) {
-                    *rule = PLAT_SCREEN_STATE;
-                    snprintf(detail, dl, "object has common storage '%s'", sn);
-                    rc = 1;
+        long this_line = line++;
+        if (!in_cand)
+            continue;
+        if (n > 0 && l[0] == '#') {
+            /* what the preprocessor itself prints of the candidate's file:
+             * pragmas (also those _Pragma made) and, with -dD, its macros */
+            size_t i = 1;
+            while (i < n && (l[i] == ' ' || l[i] == '\t'))
+                i++;
+            size_t w = i;
+            while (i < n && is_idc((unsigned char)l[i]))
+                i++;
+            size_t wl = i - w;
+            map[0] = (int)this_line; /* refuse() reports the line from map[0] */
+            sc.line_map = map;
+            sc.n_lines = 1;
+            sc.lx.s = "";
+            sc.lx.len = 0;
+            if (wl == 6 && memcmp(l + w, "pragma", 6) == 0) {
+                if (!allow_pragma(l + i, n - i)) {
+                    refuse(&sc, PLAT_SCREEN_PRAGMA, 0, "pragma not on the allow-list (after the "
+                           "preprocessor)", l + i, n - i);
+                    goto out;
                 }
+                continue;
             }
+            if ((wl == 6 && memcmp(l + w, "define", 6) == 0) || (wl == 5 && memcmp(l + w, "undef", 5) == 0)) {
+                while (i < n && l[i] == ' ')
+                    i++;
+                size_t m = i;
+                while (i < n && is_idc((unsigned char)l[i]))
+                    i++;
+                char name[128];
+                snprintf(name, sizeof name, "%.*s", (int)(i - m < sizeof name ? i - m : sizeof name - 1), l + m);
+                if (allow_reserved_name(name, strlen(name)) || k3_names_has(hdr, name)) {
+                    refuse(&sc, PLAT_SCREEN_DIRECTIVE, 0, allow_reserved_name(name, strlen(name))
+                           ? "macro with a reserved name (__x, _X)"
+                           : "macro named like an identifier of the allowed headers (it would "
+                             "expand inside them): rename it", name, strlen(name));
+                    goto out;
+                }
+                continue;
+            }
+            refuse(&sc, PLAT_SCREEN_DIRECTIVE, 0, "in the preprocessed source", l, n);
+            goto out;
         }
+        memcpy(text + tn, l, n);
+        tn += n;
+        text[tn++] = '\n';
+        map[nl++] = (int)this_line;
     }
-    if (rc == 0 && !has_kernel) {
-        *rule = PLAT_SCREEN_NO_KERNEL;
-        snprintf(detail, dl, "object does not define kope_kernel");
-        rc = 1;
+    text[tn] = '\0';
+    if (!seen_cand) {
+        *rule = PLAT_SCREEN_DIRECTIVE;
+        snprintf(detail, dl, "the preprocessed source has no line of the candidate's file "
+                 "(line markers off?): it cannot be screened");
+        goto out;
     }
-    free(sh);
+    sc.lx = (struct lexer){text, tn, 0, 1, 0};
+    sc.line_map = map;
+    sc.n_lines = nl;
+    rc = screen_tokens(&sc);
 out:
-    free(buf);
-    if (f)
-        fclose(f);
+    free(text);
+    free(map);
     return rc;
 }
 
