@@ -26,6 +26,18 @@ int cli_wants_help(int argc, char **argv)
     return 0;
 }
 
+int cli_missing_value(const char *cmd, const char *arg, const char *const *valued)
+{
+    for (; *valued; valued++) {
+        if (strcmp(arg, *valued) != 0)
+            continue;
+        fprintf(stderr, "kope %s: %s needs a value\n", cmd, arg);
+        cli_hint("kope %s %s VALUE ... (see `kope %s --help`)", cmd, arg, cmd);
+        return 1;
+    }
+    return 0;
+}
+
 void cli_hint(const char *fmt, ...)
 {
     va_list ap;

@@ -14,6 +14,7 @@
 
 #include "core/cli/cli.h"
 #include "core/cli/config.h"
+#include "core/suggest.h"
 #include "core/version.h"
 #include "net/crypto.h"
 #include "net/http.h"
@@ -93,6 +94,11 @@ static int cmd_help(struct cli *c, int argc, char **argv)
         printf("usage: kope help [COMMAND]\nLists the commands, or shows one command's help.\n");
         return CLI_OK;
     }
+    if (argc > 2) {
+        fprintf(stderr, "kope help: one command at a time: unexpected argument '%s'\n", argv[2]);
+        cli_hint("kope help %s", argv[1]);
+        return CLI_USAGE;
+    }
     if (argc > 1) {
         const struct command *cmd = find_command(argv[1]);
         if (!cmd) {
@@ -148,6 +154,11 @@ static int cmd_version(struct cli *c, int argc, char **argv)
                "Exits 1 when this CPU cannot run this build.\n");
         return CLI_OK;
     }
+    if (argc > 1) { /* it takes nothing: `kope version --verbose` is a mistake, said as one */
+        fprintf(stderr, "kope version: unexpected argument '%s' (it takes none)\n", argv[1]);
+        cli_hint("kope version");
+        return CLI_USAGE;
+    }
     return version_print() == 0 ? CLI_OK : CLI_FAIL;
 }
 
@@ -200,7 +211,13 @@ int main(int argc, char **argv)
     }
     const struct command *cmd = find_command(argv[i]);
     if (!cmd) {
-        fprintf(stderr, "kope: unknown command '%s'\n", argv[i]);
+        struct suggest near;
+        suggest_init(&near, argv[i]);
+        for (size_t k = 0; k < N_COMMANDS; k++)
+            suggest_add(&near, commands[k].name);
+        const char *dym = suggest_best(&near);
+        fprintf(stderr, "kope: unknown command '%s'%s%s%s\n", argv[i], dym ? " (did you mean '" : "",
+                dym ? dym : "", dym ? "'?)" : "");
         cli_hint("`kope help` lists the commands");
         return CLI_USAGE;
     }
