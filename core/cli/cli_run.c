@@ -452,6 +452,8 @@ int cli_queue(struct cli *c, int argc, char **argv)
         printf("dropped call %ld\n", id);
         return CLI_OK;
     }
+    if (strcmp(argv[1], "flush") == 0 && cli_kernel_host_check("queue flush"))
+        return CLI_FAIL; /* applying an answer measures its kernel */
     if (strcmp(argv[1], "flush") == 0) {
         struct llm_settings ls;
         struct graph g;
