@@ -200,7 +200,13 @@ __attribute__((constructor(101))) static void host_check_at_start(int argc, char
 #endif
         break;
     }
-    if (rc != 0) {
+    /* A vector unit shorter than the build's VLEN still runs kope's own
+     * code (RVV code compiled for rv64gcv is VLEN-agnostic from 128 bits):
+     * only what runs K3 kernels (measure, run, probe, queue flush) needs
+     * VLEN >= KOPE_MIN_VLEN, and main checks that for those commands
+     * (cli_kernel_host_check). No V at all: any of main's code may be
+     * vectorised, so nothing but the answers above is safe. */
+    if (rc != 0 && vlen == 0) {
         fprintf(stderr, "kope: refusing to run: %s\n", msg);
         fflush(stderr);
         _exit(1);

@@ -9,6 +9,9 @@
  * refuses with a clear message (exit 1). `kope --version` and `kope help`
  * still answer: they compute nothing; `kope version` says what it can (on a
  * core without V: the build's ISA and that V is missing) and exits 1.
+ * A core with V but a shorter VLEN runs every command that runs no K3
+ * kernel (graph, sync, report, ...): main refuses measure, run, probe and
+ * queue flush there (core/cli/main.c), and `kope version` says so.
  * Builds for other ISAs check nothing.
  */
 #ifndef KOPE_HOSTCHECK_H

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/jsonkeys.h"
 #include "core/task/task.h"
 #include "platform/k3/k3.h"
 
@@ -37,6 +38,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     err[0] = '\0';
     int rc = task_suite_parse((const char *)data, size, &s, err, sizeof err);
     if (rc == 0) {
+        /* the key walk runs on text the parser accepted (as task_suite_load does) */
+        static const struct jk_key keys[] = {{"suite", JK_ANY}, {"tasks", JK_ARR}, {"tasks[]", JK_OBJ},
+                                             {"tasks[].shape", JK_OBJ}, {"tasks[].shape.*", JK_NUM},
+                                             {"tasks[].*", JK_ANY}};
+        char kerr[512];
+        kerr[0] = '\0';
+        int kr = jsonkeys_check("fuzz", (const char *)data, size, keys, sizeof keys / sizeof keys[0], kerr,
+                                sizeof kerr);
+        if (kr && (!memchr(kerr, '\0', sizeof kerr) || !kerr[0]))
+            abort();
         if (s.n_tasks == 0 || s.n_tasks > TASK_MAX_TASKS)
             abort();
         for (size_t i = 0; i < s.n_tasks; i++) {

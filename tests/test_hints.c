@@ -103,6 +103,32 @@ static void test_table(void **state)
         {"unknown global option", NULL, "--verbose graph stats", 2, "unknown option '--verbose'",
          "--db PATH"},
         {"unknown command", NULL, "--db t.db frobnicate", 2, "unknown command 'frobnicate'", "kope help"},
+        /* input read strictly (issue 24): nothing misread silently */
+        {"command typo", NULL, "--db t.db grpah stats", 2, "unknown command 'grpah' (did you mean 'graph'?)",
+         "kope help"},
+        {"task name typo", "$K --db t.db init >/dev/null 2>&1 || true",
+         "--db t.db run --task silu-486 --offline --budget 1", 2, "(did you mean 'silu-4864'?)", "kope tasks"},
+        {"suite key typo: tolerance",
+         "printf '{\"suite\":\"s\",\"tasks\":[\n{\"name\":\"a\",\"op\":\"silu\",\"shape\":{\"n\":64},"
+         "\"tolerence\":{\"rtol\":1e-3}}]}' > s1.json",
+         "--db t.db run --suite s1.json --offline --budget 1", 1,
+         "s1.json:2:42: unknown key \"tasks[0].tolerence\" (did you mean \"tolerance\"?)", "tolerance"},
+        {"suite key typo: seed",
+         "printf '{\"suite\":\"s\",\"tasks\":[\n{\"name\":\"a\",\"op\":\"silu\",\"shape\":{\"n\":64},"
+         "\"sead\":\"k.c\"}]}' > s2.json",
+         "tasks --suite s2.json", 1, "s2.json:2:42: unknown key \"tasks[0].sead\" (did you mean \"seed\"?)", "seed"},
+        {"suite key typo: shape",
+         "printf '{\"suite\":\"s\",\"tasks\":[{\"name\":\"a\",\"op\":\"silu\",\"shpe\":{\"n\":64}}]}' > s3.json",
+         "tasks --suite s3.json", 1, "s3.json:1:47: unknown key \"tasks[0].shpe\" (did you mean \"shape\"?)", "shape"},
+        {"option without its value", NULL, "tasks --suite", 2, "kope tasks: --suite needs a value", "--suite"},
+        {"option a command does not take", NULL, "version --verbose", 2,
+         "kope version: unexpected argument '--verbose'", "kope version"},
+        {"queue list takes nothing", NULL, "--db t.db queue list --all", 2, "unexpected argument '--all'",
+         "kope queue list"},
+        {"listen port out of range", NULL, "--db t.db serve --listen 127.0.0.1:99999", 2,
+         "the port must be 0..65535", "--listen"},
+        {"peer port out of range", NULL, "--db t.db sync 127.0.0.1:70000", 2, "the port must be 1..65535",
+         "kope sync HOST:PORT"},
         {"fleet enroll without CA", NULL, "--db t.db fleet enroll board-1", 1, "fleet CA", "--ca DIR"},
         /* a lost key: the way out, not a circle between init and the rest */
         {"lost key: init", "$K --db lk.db init >/dev/null && mv lk.db.key lk.saved", "--db lk.db init", 1,
@@ -114,6 +140,8 @@ static void test_table(void **state)
         check_row(&rows[i]);
     /* a mistyped --db made nothing */
     sh("test ! -e nope.db && test ! -e nope.db.key");
+    /* a suite typo recorded nothing: the store holds only its identity */
+    sh("$K --db t.db graph stats | grep -q 'records   2'");
     /* the lost-key hint works: with the key restored, init says it is done */
     sh("mv lk.saved lk.db.key && $K --db lk.db init | grep -q 'already initialised'");
 }

@@ -1,7 +1,9 @@
 /*
- * tests/test_hostcheck.c - a riscv64 kope refuses a CPU it would compute
- * garbage on (VLEN < 256: OpenBLAS RISCV64_ZVL256B is silently wrong there)
- * or cannot run on (no V extension), and says why; `--version` still works.
+ * tests/test_hostcheck.c - a riscv64 kope refuses to run K3 kernels on a CPU
+ * it would compute garbage on (VLEN < 256: OpenBLAS RISCV64_ZVL256B is
+ * silently wrong there), while every command that runs no kernel works
+ * there; it refuses a CPU it cannot run on at all (no V extension), and
+ * says why; `--version` still works.
  * The cases need the riscv64 binary and qemu-riscv64 with a chosen vector
  * length: on other builds they are skipped with that reason.
  */
@@ -40,16 +42,35 @@ static void test_vlen128_refused(void **s)
     const char *bin = target_bin();
     if (!bin)
         skip(); /* target_bin() said why */
-    int rc = run_cmd(out, sizeof out, "cd %s && " QEMU "v=true,vlen=128,elen=64,vext_spec=v1.0 %s graph stats",
-                     getenv("KOPE_TEST_TMP"), bin);
+#define V128 QEMU "v=true,vlen=128,elen=64,vext_spec=v1.0 "
+    /* what runs kernels is refused, and says why */
+    int rc = run_cmd(out, sizeof out, "cd %s && " V128 "%s probe", getenv("KOPE_TEST_TMP"), bin);
     assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "refusing to run K3 kernels on this CPU"));
     assert_non_null(strstr(out, "VLEN=128"));
     assert_non_null(strstr(out, "RISCV64_ZVL256B"));
-    rc = run_cmd(out, sizeof out, QEMU "v=true,vlen=128,elen=64,vext_spec=v1.0 %s --version", bin);
-    assert_int_equal(rc, 0);
-    /* `kope version` says it too, and fails */
-    rc = run_cmd(out, sizeof out, QEMU "v=true,vlen=128,elen=64,vext_spec=v1.0 %s version", bin);
+    rc = run_cmd(out, sizeof out, "cd %s && " V128 "%s run --task silu-4864 --offline --budget 1",
+                 getenv("KOPE_TEST_TMP"), bin);
     assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "VLEN=128"));
+    rc = run_cmd(out, sizeof out, "cd %s && " V128 "%s measure k.c --task silu-4864", getenv("KOPE_TEST_TMP"), bin);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "VLEN=128"));
+    /* what runs no kernel works: a store, the graph, the suite */
+    rc = run_cmd(out, sizeof out, "cd %s && " V128 "%s --db v128.db init && " V128 "%s --db v128.db graph stats && "
+                 V128 "%s tasks", getenv("KOPE_TEST_TMP"), bin, bin, bin);
+    if (rc != 0)
+        print_error("%s\n", out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "suite k3-core: 64 tasks"));
+    rc = run_cmd(out, sizeof out, V128 "%s --version", bin);
+    assert_int_equal(rc, 0);
+    /* `kope version` says what works here */
+    rc = run_cmd(out, sizeof out, V128 "%s version", bin);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "vector length 128 bits"));
+    assert_non_null(strstr(out, "kernels: not on this CPU"));
+#undef V128
 }
 
 static void test_no_vector_unit_refused(void **s)

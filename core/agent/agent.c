@@ -482,7 +482,9 @@ int agent_run(struct graph *g, const struct agent_opts *o, struct agent_summary 
     if (o->task_name) {
         const struct task_entry *te = task_suite_find(&s, o->task_name);
         if (!te) {
-            rc = run_fail(&r, KOPE_ERR_NOTFOUND, "no task '%s' in suite %s (see `kope tasks`)", o->task_name, s.name);
+            const char *near = task_suite_near(&s, o->task_name);
+            rc = run_fail(&r, KOPE_ERR_NOTFOUND, "no task '%s' in suite %s%s%s%s (see `kope tasks`)", o->task_name,
+                          s.name, near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
             goto out;
         }
         lo = (size_t)(te - s.tasks);
@@ -608,8 +610,10 @@ int agent_prompt_next(struct graph *g, const struct agent_opts *o, struct ctx_pr
         goto out;
     const struct task_entry *te = o->task_name ? task_suite_find(&s, o->task_name) : NULL;
     if (!te) {
-        rc = run_fail(&r, KOPE_ERR_NOTFOUND, "no task '%s' in suite %s (see `kope tasks`)",
-                      o->task_name ? o->task_name : "", s.name);
+        const char *near = o->task_name ? task_suite_near(&s, o->task_name) : NULL;
+        rc = run_fail(&r, KOPE_ERR_NOTFOUND, "no task '%s' in suite %s%s%s%s (see `kope tasks`)",
+                      o->task_name ? o->task_name : "", s.name, near ? " (did you mean '" : "", near ? near : "",
+                      near ? "'?)" : "");
         goto out;
     }
     /* the run the next `kope run` resumes, by its key; 0 = a new run */

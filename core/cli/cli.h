@@ -59,6 +59,16 @@ int cli_graph_open(struct cli *c, struct graph *g, int flags);
 
 /* True if argv holds -h or --help: every subcommand checks this first. */
 int cli_wants_help(int argc, char **argv);
+/* 0 if this CPU can run the K3 kernels this build is for (platform/
+ * hostcheck.h: a riscv64 build needs V with VLEN >= 256); else print why
+ * for `kope CMD` with a hint and return 1. Commands that run no kernel
+ * never call it: they work on any core the binary starts on. */
+int cli_kernel_host_check(const char *cmd);
+
+/* If arg is one of valued (a NULL-ended list of options that take a value)
+ * given without one (the last word of the line), print "kope CMD: ARG needs
+ * a value" and a hint, and return 1; else 0 (arg is something else). */
+int cli_missing_value(const char *cmd, const char *arg, const char *const *valued);
 
 /* Commands (argv[0] is the command name). */
 int cli_init(struct cli *c, int argc, char **argv);

@@ -241,6 +241,12 @@ int cli_graph(struct cli *c, int argc, char **argv)
         return do_tree(c, argv[2], 1);
     if (strcmp(sub, "export") == 0)
         return do_export(c, argc, argv);
+    if (strcmp(sub, "import") == 0 && argc == 3 && strncmp(argv[2], "--", 2) == 0) {
+        fprintf(stderr, "kope graph import: unknown option '%s' (it takes one shard file, or - for stdin)\n",
+                argv[2]);
+        cli_hint("kope graph import SHARD.jsonl");
+        return CLI_USAGE;
+    }
     if (strcmp(sub, "import") == 0 && argc == 3)
         return do_import(c, argv[2]);
     if (strcmp(sub, "vector") == 0 && argc == 2)

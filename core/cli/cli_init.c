@@ -12,6 +12,7 @@
 #include "core/err.h"
 #include "core/graph/graph.h"
 #include "core/util.h"
+#include "platform/hostcheck.h"
 #include "platform/platform.h"
 #include "store/store.h"
 
@@ -22,6 +23,30 @@ int cli_wants_help(int argc, char **argv)
             return 0;
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
             return 1;
+    }
+    return 0;
+}
+
+int cli_kernel_host_check(const char *cmd)
+{
+    char msg[512];
+    unsigned vlen = 0;
+    if (plat_host_check(msg, sizeof msg, &vlen) == 0)
+        return 0;
+    fprintf(stderr, "kope %s: refusing to run K3 kernels on this CPU: %s\n", cmd, msg);
+    cli_hint("graph, sync, report, tasks and the other commands that run no kernel work here; measure "
+             "and run on a VLEN-256 core (SpacemiT K3 X100)");
+    return 1;
+}
+
+int cli_missing_value(const char *cmd, const char *arg, const char *const *valued)
+{
+    for (; *valued; valued++) {
+        if (strcmp(arg, *valued) != 0)
+            continue;
+        fprintf(stderr, "kope %s: %s needs a value\n", cmd, arg);
+        cli_hint("kope %s %s VALUE ... (see `kope %s --help`)", cmd, arg, cmd);
+        return 1;
     }
     return 0;
 }

@@ -113,7 +113,9 @@ int cli_tasks(struct cli *c, int argc, char **argv)
         if (v) {
             suite_path = v;
         } else {
-            fprintf(stderr, "kope tasks: unexpected argument '%s' (see kope tasks --help)\n", argv[i]);
+            static const char *const valued[] = {"--suite", NULL};
+            if (!cli_missing_value("tasks", argv[i], valued))
+                fprintf(stderr, "kope tasks: unexpected argument '%s' (see kope tasks --help)\n", argv[i]);
             return CLI_USAGE;
         }
     }
@@ -248,7 +250,9 @@ int cli_measure(struct cli *c, int argc, char **argv)
         else if (strcmp(argv[i], "--full-shape") == 0)
             full_shape = 1;
         else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "kope measure: unknown option '%s'\n", argv[i]);
+            static const char *const valued[] = {"--suite", "--task", "--platform", NULL};
+            if (!cli_missing_value("measure", argv[i], valued))
+                fprintf(stderr, "kope measure: unknown option '%s'\n", argv[i]);
             return CLI_USAGE;
         } else if (!file)
             file = argv[i];
@@ -282,7 +286,9 @@ int cli_measure(struct cli *c, int argc, char **argv)
     }
     const struct task_entry *te = task_suite_find(&s, task_name);
     if (!te) {
-        fprintf(stderr, "kope measure: no task '%s' in suite %s (see `kope tasks`)\n", task_name, s.name);
+        const char *near = task_suite_near(&s, task_name);
+        fprintf(stderr, "kope measure: no task '%s' in suite %s%s%s%s (see `kope tasks`)\n", task_name, s.name,
+                near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
         ret = CLI_USAGE;
         goto out;
     }

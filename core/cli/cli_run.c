@@ -284,7 +284,10 @@ int cli_run(struct cli *c, int argc, char **argv)
         else if (strcmp(argv[i], "--full-shape") == 0)
             full_shape = 1;
         else {
-            fprintf(stderr, "kope run: unexpected argument '%s' (see kope run --help)\n", argv[i]);
+            static const char *const valued[] = {"--suite", "--task", "--seed", "--platform", "--budget",
+                                                 "--tokens", "--time-limit", "--context", NULL};
+            if (!cli_missing_value("run", argv[i], valued))
+                fprintf(stderr, "kope run: unexpected argument '%s' (see kope run --help)\n", argv[i]);
             return CLI_USAGE;
         }
     }
@@ -359,8 +362,11 @@ int cli_run(struct cli *c, int argc, char **argv)
     int rc = agent_run(&g, &o, &sum, err, sizeof err);
     if (rc) {
         fprintf(stderr, "kope run: %s\n", err[0] ? err : kope_strerror(rc));
-        if (rc == KOPE_ERR_NOTFOUND)
+        if (rc == KOPE_ERR_NOTFOUND) {
+            cli_hint("`kope tasks%s%s` lists the suite's task names", o.suite_path ? " --suite " : "",
+                     o.suite_path ? o.suite_path : "");
             ret = CLI_USAGE;
+        }
         goto out;
     }
     print_table(&sum, stdout);
@@ -406,6 +412,11 @@ int cli_queue(struct cli *c, int argc, char **argv)
                    "  drop ID give up a call that is not done\n");
         return f == stdout ? CLI_OK : CLI_USAGE;
     }
+    if ((strcmp(argv[1], "list") == 0 || strcmp(argv[1], "flush") == 0) && argc > 2) {
+        fprintf(stderr, "kope queue %s: unexpected argument '%s' (it takes none)\n", argv[1], argv[2]);
+        cli_hint("kope queue %s", argv[1]);
+        return CLI_USAGE;
+    }
     /* list only reads: it works on a store in a read-only folder */
     struct store *st = cli_store_mode(c, argc == 2 && strcmp(argv[1], "list") == 0 ? STORE_READONLY : STORE_EXISTING);
     if (!st)
@@ -441,6 +452,8 @@ int cli_queue(struct cli *c, int argc, char **argv)
         printf("dropped call %ld\n", id);
         return CLI_OK;
     }
+    if (strcmp(argv[1], "flush") == 0 && cli_kernel_host_check("queue flush"))
+        return CLI_FAIL; /* applying an answer measures its kernel */
     if (strcmp(argv[1], "flush") == 0) {
         struct llm_settings ls;
         struct graph g;

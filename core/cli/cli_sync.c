@@ -483,8 +483,12 @@ out:
     return rc;
 }
 
-/* "host:port" or "[v6]:port" into parts. */
-static int split_hostport(const char *s, char *host, size_t hcap, char *port, size_t pcap)
+/* "host:port" or "[v6]:port" into parts; the port a decimal number from
+ * min_port to 65535 (a larger one would be cut to 16 bits by the socket
+ * layer, or picked at random by the resolver: listening on a port nobody
+ * asked for, dialling one that is not the peer's). -1 = not HOST:PORT, -2
+ * = the port is out of range. */
+static int split_hostport(const char *s, char *host, size_t hcap, char *port, size_t pcap, long min_port)
 {
     const char *colon = strrchr(s, ':');
     if (!colon || !colon[1] || strlen(colon + 1) >= pcap)
@@ -498,7 +502,10 @@ static int split_hostport(const char *s, char *host, size_t hcap, char *port, si
     memcpy(host, h, hl);
     host[hl] = '\0';
     snprintf(port, pcap, "%s", colon + 1);
-    return strspn(port, "0123456789") == strlen(port) ? 0 : -1;
+    if (strspn(port, "0123456789") != strlen(port))
+        return -1;
+    long v = strlen(port) > 5 ? 99999 : strtol(port, NULL, 10);
+    return v < min_port || v > 65535 ? -2 : 0;
 }
 
 /* --handshake-ms, --session-ms, --min-rate (both commands): 1 if argv[*i]
@@ -630,7 +637,13 @@ int cli_serve(struct cli *c, int argc, char **argv)
         return CLI_FAIL;
     if (!listen)
         listen = kope_config_str(cfg, "sync.listen", "0.0.0.0:7443");
-    if (split_hostport(listen, host, sizeof host, port, sizeof port) || timeout_ms <= 0 || max_conns <= 0 ||
+    int hp = split_hostport(listen, host, sizeof host, port, sizeof port, 0);
+    if (hp == -2) {
+        fprintf(stderr, "kope serve: --listen %s: the port must be 0..65535 (0 picks a free one)\n", listen);
+        cli_hint("kope serve --listen HOST:PORT, e.g. --listen 0.0.0.0:7443");
+        return CLI_USAGE;
+    }
+    if (hp || timeout_ms <= 0 || max_conns <= 0 ||
         max_unauth <= 0 || max_per_addr <= 0 || max_per_cert <= 0 || max_auth_addr < 0 || limits_bad(&lims)) {
         fprintf(stderr, "kope serve: --listen wants HOST:PORT, timeouts and counts are positive\n");
         return CLI_USAGE;
@@ -733,7 +746,7 @@ static int sync_one(struct cli *c, struct fleet_ctx *f, const char *peer)
     struct sync_stats st;
     struct sync_opts o = {f->trust, 0, NULL, 0, NULL};
     struct graph g;
-    if (split_hostport(peer, host, sizeof host, port, sizeof port)) {
+    if (split_hostport(peer, host, sizeof host, port, sizeof port, 1)) {
         fprintf(stderr, "kope sync: '%s' is not HOST:PORT\n", peer);
         return CLI_USAGE;
     }
@@ -816,6 +829,20 @@ int cli_sync(struct cli *c, int argc, char **argv)
     if (!n) {
         fprintf(stderr, "kope sync: no peers: name one, or list them in the config's \"peers\"\n");
         return CLI_USAGE;
+    }
+    /* every peer's address first: a typo is a usage error before any
+     * connection (and before the fleet files are read) */
+    for (int i = 0; i < n; i++) {
+        char host[256], port[16];
+        int hp = split_hostport(peers[i], host, sizeof host, port, sizeof port, 1);
+        if (hp == -2)
+            fprintf(stderr, "kope sync: '%s': the port must be 1..65535\n", peers[i]);
+        else if (hp)
+            fprintf(stderr, "kope sync: '%s' is not HOST:PORT\n", peers[i]);
+        if (hp) {
+            cli_hint("kope sync HOST:PORT (the address `kope serve` printed as \"listening on\")");
+            return CLI_USAGE;
+        }
     }
     signal(SIGPIPE, SIG_IGN);
     struct fleet_ctx f;

@@ -14,6 +14,7 @@
 
 #include "core/cli/cli.h"
 #include "core/cli/config.h"
+#include "core/suggest.h"
 #include "core/version.h"
 #include "net/crypto.h"
 #include "net/http.h"
@@ -31,29 +32,32 @@ struct command {
     const char *name;
     int (*fn)(struct cli *c, int argc, char **argv);
     const char *summary;
+    int kernels; /* runs K3 kernels on this CPU: needs the vector unit the build
+                    is for (cli_kernel_host_check); the others run anywhere the
+                    binary starts */
 };
 
 static int cmd_help(struct cli *c, int argc, char **argv);
 static int cmd_version(struct cli *c, int argc, char **argv);
 
 static const struct command commands[] = {
-    {"init", cli_init, "create the store and this device's identity key"},
-    {"graph", cli_graph, "inspect, export and import the experience graph"},
-    {"llm", cli_llm, "check the LLM endpoint: `kope llm check`"},
-    {"tasks", cli_tasks, "list the tasks of a suite (default: embedded k3-core)"},
-    {"measure", cli_measure, "verify and measure one kernel file: KERNEL.c --task NAME"},
-    {"context", cli_context, "print the prompt kope would send for a task, tier by tier"},
-    {"probe", cli_probe, "characterise this machine: ISA, VLEN, caches, FMA peak, bandwidth"},
-    {"serve", cli_serve, "serve peer sync over mutual TLS: [--listen HOST:PORT]"},
-    {"sync", cli_sync, "exchange records with peers: [HOST:PORT ...] (default: config peers)"},
-    {"fleet", cli_fleet, "fleet certificates: init | enroll NAME | trust CERT | revoke NAME"},
-    {"run", cli_run, "optimize a suite's kernels: tuner or LLM, every trial recorded"},
-    {"queue", cli_queue, "the durable LLM call queue: list | flush | drop ID"},
-    {"kernel", cli_kernel, "print a kernel's source and provenance: show TASK|ID"},
-    {"kernels", cli_kernels, "export the best kernels as a C library: export -o DIR"},
-    {"report", cli_report, "write the results as one self-contained HTML page: --html FILE"},
-    {"version", cmd_version, "print version and build information"},
-    {"help", cmd_help, "show this help, or `kope help COMMAND`"},
+    {"init", cli_init, "create the store and this device's identity key", 0},
+    {"graph", cli_graph, "inspect, export and import the experience graph", 0},
+    {"llm", cli_llm, "check the LLM endpoint: `kope llm check`", 0},
+    {"tasks", cli_tasks, "list the tasks of a suite (default: embedded k3-core)", 0},
+    {"measure", cli_measure, "verify and measure one kernel file: KERNEL.c --task NAME", 1},
+    {"context", cli_context, "print the prompt kope would send for a task, tier by tier", 0},
+    {"probe", cli_probe, "characterise this machine: ISA, VLEN, caches, FMA peak, bandwidth", 1},
+    {"serve", cli_serve, "serve peer sync over mutual TLS: [--listen HOST:PORT]", 0},
+    {"sync", cli_sync, "exchange records with peers: [HOST:PORT ...] (default: config peers)", 0},
+    {"fleet", cli_fleet, "fleet certificates: init | enroll NAME | trust CERT | revoke NAME", 0},
+    {"run", cli_run, "optimize a suite's kernels: tuner or LLM, every trial recorded", 1},
+    {"queue", cli_queue, "the durable LLM call queue: list | flush | drop ID", 0},
+    {"kernel", cli_kernel, "print a kernel's source and provenance: show TASK|ID", 0},
+    {"kernels", cli_kernels, "export the best kernels as a C library: export -o DIR", 0},
+    {"report", cli_report, "write the results as one self-contained HTML page: --html FILE", 0},
+    {"version", cmd_version, "print version and build information", 0},
+    {"help", cmd_help, "show this help, or `kope help COMMAND`", 0},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -93,6 +97,11 @@ static int cmd_help(struct cli *c, int argc, char **argv)
         printf("usage: kope help [COMMAND]\nLists the commands, or shows one command's help.\n");
         return CLI_OK;
     }
+    if (argc > 2) {
+        fprintf(stderr, "kope help: one command at a time: unexpected argument '%s'\n", argv[2]);
+        cli_hint("kope help %s", argv[1]);
+        return CLI_USAGE;
+    }
     if (argc > 1) {
         const struct command *cmd = find_command(argv[1]);
         if (!cmd) {
@@ -125,6 +134,13 @@ static int version_print(void)
     printf("isa %s\n", KOPE_ISA);
     if (vlen)
         printf("vector length %u bits (vlenb, read at run time)\n", vlen);
+    if (!ok && vlen) {
+        /* a shorter vector unit runs kope, not its kernels: say what works */
+        printf("kernels: not on this CPU: %s\n", msg);
+        printf("commands: measure, run, probe and queue flush need the build's VLEN; every other command "
+               "runs here\n");
+        return 0;
+    }
     else if (ok)
         printf("vector length none: this build uses no RISC-V vector unit (K3 kernels are "
                "cross-built and run under qemu-riscv64)\n");
@@ -147,6 +163,11 @@ static int cmd_version(struct cli *c, int argc, char **argv)
                "length (riscv64) and the libraries' versions; `kope --version` prints the first line.\n"
                "Exits 1 when this CPU cannot run this build.\n");
         return CLI_OK;
+    }
+    if (argc > 1) { /* it takes nothing: `kope version --verbose` is a mistake, said as one */
+        fprintf(stderr, "kope version: unexpected argument '%s' (it takes none)\n", argv[1]);
+        cli_hint("kope version");
+        return CLI_USAGE;
     }
     return version_print() == 0 ? CLI_OK : CLI_FAIL;
 }
@@ -200,7 +221,13 @@ int main(int argc, char **argv)
     }
     const struct command *cmd = find_command(argv[i]);
     if (!cmd) {
-        fprintf(stderr, "kope: unknown command '%s'\n", argv[i]);
+        struct suggest near;
+        suggest_init(&near, argv[i]);
+        for (size_t k = 0; k < N_COMMANDS; k++)
+            suggest_add(&near, commands[k].name);
+        const char *dym = suggest_best(&near);
+        fprintf(stderr, "kope: unknown command '%s'%s%s%s\n", argv[i], dym ? " (did you mean '" : "",
+                dym ? dym : "", dym ? "'?)" : "");
         cli_hint("`kope help` lists the commands");
         return CLI_USAGE;
     }
@@ -235,6 +262,8 @@ int main(int argc, char **argv)
         if (crc != CLI_OK)
             return crc;
     }
+    if (cmd->kernels && !cli_wants_help(argc - i, argv + i) && cli_kernel_host_check(cmd->name))
+        return CLI_FAIL;
     int rc = cmd->fn(&c, argc - i, argv + i);
     store_close(c.st);
     kope_config_free(c.cfg);

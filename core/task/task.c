@@ -3,9 +3,12 @@
  *
  * Every message names the suite position or task name and the field, since
  * these files are written by hand: "task 'x' (#3): shape.cols: -1 is negative".
- * Validation is strict (unknown keys in shape are errors, to catch typos like
- * "col") but extra top-level task fields such as "source" or "notes" are kept
- * or ignored, so suites can carry documentation.
+ * A suite file is read as strictly as the config: every key must be one the
+ * format has (suite_keys[] below; core/jsonkeys.c names the first other one
+ * at FILE:LINE:COLUMN with "did you mean"), so "tolerence" or "sead" is an
+ * error, not a default silently used. Free text has its keys: "about" and
+ * "notes" (the suite's, a task's) and "source" (a task's). Unknown keys in
+ * shape are errors too, also per op ("col", "k" for an elementwise op).
  */
 #include <math.h>
 #include <stdio.h>
@@ -15,9 +18,37 @@
 #include <cJSON.h>
 
 #include "core/err.h"
+#include "core/jsonkeys.h"
+#include "core/suggest.h"
 #include "core/task/task.h"
 #include "core/util.h"
 #include "platform/embed.h"
+
+/* The keys of a suite file (core/jsonkeys.h). Values are typed by
+ * parse_task with messages naming the task; here only objects and arrays
+ * the walk descends into are typed. */
+static const struct jk_key suite_keys[] = {
+    {"suite", JK_ANY}, {"about", JK_ANY}, {"notes", JK_ANY}, {"tasks", JK_ARR}, {"tasks[]", JK_OBJ},
+    {"tasks[].name", JK_ANY}, {"tasks[].op", JK_ANY}, {"tasks[].dtype", JK_ANY},
+    {"tasks[].shape", JK_OBJ}, {"tasks[].shape.n", JK_ANY}, {"tasks[].shape.rows", JK_ANY},
+    {"tasks[].shape.cols", JK_ANY}, {"tasks[].shape.m", JK_ANY}, {"tasks[].shape.k", JK_ANY},
+    {"tasks[].shape.batch", JK_ANY}, {"tasks[].tolerance", JK_OBJ}, {"tasks[].tolerance.rtol", JK_ANY},
+    {"tasks[].tolerance.atol", JK_ANY}, {"tasks[].source", JK_ANY}, {"tasks[].notes", JK_ANY},
+    {"tasks[].seed", JK_ANY}, {"tasks[].ref", JK_ANY}, {"tasks[].family", JK_ANY}, {"tasks[].range", JK_ANY},
+};
+
+/* Unknown keys of a suite's text: 0, or KOPE_ERR_PARSE with FILE:LINE:COL
+ * in err. Text that is not JSON is left to task_suite_parse, which says where. */
+static int suite_keys_check(const char *file, const char *text, size_t len, char *err, size_t err_len)
+{
+    if (len > TASK_FILE_MAX_BYTES)
+        return 0; /* task_suite_parse refuses it by size */
+    cJSON *j = cJSON_ParseWithLength(text, len);
+    if (!j)
+        return 0;
+    cJSON_Delete(j);
+    return jsonkeys_check(file, text, len, suite_keys, sizeof suite_keys / sizeof suite_keys[0], err, err_len);
+}
 
 /* --------------------------------------------------------------- shape --- */
 
@@ -540,6 +571,8 @@ int task_suite_load(const char *path, struct task_suite *out, char *err, size_t 
                      TASK_DEFAULT_SUITE);
             return KOPE_ERR_NOTFOUND;
         }
+        if ((rc = suite_keys_check(TASK_DEFAULT_SUITE " (embedded)", e->data, e->len, err, err_len)))
+            return rc;
         rc = task_suite_parse(e->data, e->len, out, msg, sizeof msg);
         if (rc)
             snprintf(err, err_len, "%s (embedded): %s", TASK_DEFAULT_SUITE, msg);
@@ -550,6 +583,10 @@ int task_suite_load(const char *path, struct task_suite *out, char *err, size_t 
     rc = util_read_file(path, TASK_FILE_MAX_BYTES, &text, &len, err, err_len);
     if (rc)
         return rc;
+    if ((rc = suite_keys_check(path, text, len, err, err_len))) {
+        free(text);
+        return rc;
+    }
     rc = task_suite_parse(text, len, out, msg, sizeof msg);
     if (!rc && (rc = seeds_load(path, out, msg, sizeof msg)))
         task_suite_free(out);
@@ -641,6 +678,15 @@ void task_suite_free(struct task_suite *s)
     free(s->tasks);
     s->tasks = NULL;
     s->n_tasks = 0;
+}
+
+const char *task_suite_near(const struct task_suite *s, const char *name)
+{
+    struct suggest near;
+    suggest_init(&near, name);
+    for (size_t i = 0; i < s->n_tasks; i++)
+        suggest_add(&near, s->tasks[i].t.name);
+    return suggest_best(&near);
 }
 
 const struct task_entry *task_suite_find(const struct task_suite *s, const char *name)

@@ -91,7 +91,12 @@ int task_suite_parse(const char *json, size_t len, struct task_suite *out, char 
                      size_t err_len);
 
 /* Load a suite file; path NULL loads the embedded default suite. Errors as
- * task_suite_parse, plus KOPE_ERR_IO; messages start with the file name. */
+ * task_suite_parse, plus KOPE_ERR_IO; messages start with the file name. A
+ * key the format does not have ("tolerence", "sead", "shpe") is
+ * KOPE_ERR_PARSE naming FILE:LINE:COLUMN, with "did you mean" for a near
+ * miss and a `hint:` line listing the keys there. (task_suite_parse itself
+ * reads the keys it knows and ignores the rest: it also reads task specs
+ * rebuilt from records, which carry a few more.) */
 int task_suite_load(const char *path, struct task_suite *out, char *err, size_t err_len);
 
 /* Read a user's kernel file (a seed) for task `task` into *src (heap, caller
@@ -113,6 +118,10 @@ int task_ref_check(struct platform *p, const struct task_entry *te, char *err, s
 
 /* Accepts a zeroed suite. */
 void task_suite_free(struct task_suite *s);
+
+/* The name of s's task nearest to name when name is probably a typo of it
+ * (core/suggest.h: "silu-486" -> "silu-4864"), else NULL. Owned by s. */
+const char *task_suite_near(const struct task_suite *s, const char *name);
 
 /* The task named name, or NULL. Owned by s. */
 const struct task_entry *task_suite_find(const struct task_suite *s, const char *name);
