@@ -8,6 +8,9 @@
  *   - compile time per candidate (screen + compile + object check + link
  *     with the prebuilt harness objects) vs baseline "plain `cc -c` of the
  *     same file" (the compiler alone, no link, no checks);
+ *   - the compile sandbox's cost: the same compile (screen + cc + object
+ *     check + link) with PLAT_SET_UNSAFE_NO_ISOLATION (no namespaces, no
+ *     toolchain view), interleaved with the sandboxed one in the same run;
  *   - loop overhead per candidate excluding compile: verify (task + awkward
  *     cases + reseeded re-check) and measure (pre-check, timing, baselines,
  *     post-check) of a trivial kernel, vs baseline "bare runner start": the
@@ -147,11 +150,11 @@ int main(int argc, char **argv)
     double *cc = calloc((size_t)n, sizeof *cc), *plain = calloc((size_t)n, sizeof *plain);
     double *ver = calloc((size_t)n, sizeof *ver), *mea = calloc((size_t)n, sizeof *mea);
     double *bare = calloc((size_t)n, sizeof *bare), *noiso = calloc((size_t)n, sizeof *noiso);
-    double *cpu = calloc((size_t)n, sizeof *cpu);
+    double *cpu = calloc((size_t)n, sizeof *cpu), *cc_bare = calloc((size_t)n, sizeof *cc_bare);
     unsigned long long *ic = calloc((size_t)n, sizeof *ic);
     struct plat_verify *v = malloc(sizeof *v);
     struct plat_measure *m = malloc(sizeof *m);
-    if (!cc || !plain || !ver || !mea || !bare || !noiso || !cpu || !ic || !v || !m)
+    if (!cc || !plain || !ver || !mea || !bare || !noiso || !cpu || !cc_bare || !ic || !v || !m)
         return 1;
     int have_icount = 1;
     for (int i = 0; i < n; i++) {
@@ -159,6 +162,15 @@ int main(int argc, char **argv)
         if (rc || !b.ok)
             return 1;
         cc[i] = b.compile_ms;
+        /* the same compile outside the compile sandbox */
+        struct plat_build b2;
+        p->set.flags |= PLAT_SET_UNSAFE_NO_ISOLATION;
+        rc = platform_compile(p, &t, kernel_src, strlen(kernel_src), &b2);
+        p->set.flags &= ~(unsigned)PLAT_SET_UNSAFE_NO_ISOLATION;
+        if (rc || !b2.ok)
+            return 1;
+        cc_bare[i] = b2.compile_ms;
+        platform_build_free(p, &b2);
         snprintf(cmd, sizeof cmd, "%.300s -I%.500s -c %.500s -o %.500s/plain.o", d.cc, dir,
                  src_path, dir);
         plain[i] = time_cmd(cmd);
@@ -208,6 +220,9 @@ int main(int argc, char **argv)
     double mb = median(bare, n), mcpu = median(cpu, n);
     printf("\n  compile per candidate:     %7.0f ms  vs plain `cc -c` of the same file %5.0f ms"
            "  -> %.2fx\n", mc, mp, mp > 0 ? mc / mp : 0);
+    double mcb = median(cc_bare, n);
+    printf("  compile sandbox cost:      %7.0f ms sandboxed vs %5.0f ms without "
+           "(PLAT_SET_UNSAFE_NO_ISOLATION) -> %.2fx\n", mc, mcb, mcb > 0 ? mc / mcb : 0);
     printf("  verify per candidate:      %7.0f ms  (%d cases + reseeded re-check, one kernel process)\n",
            mv, v->n_cases);
     printf("  measure per candidate:     %7.0f ms  (counted call, candidate + %d baselines timed, "

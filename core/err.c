@@ -29,6 +29,7 @@ static const char *core_text(int code)
     case KOPE_ERR_BLOB: return "blob missing or does not match its hash";
     case KOPE_ERR_TRUST: return "not signed by a certificate from a trusted CA";
     case KOPE_ERR_REVOKED: return "the origin's records after this seq are revoked by its fleet CA";
+    case KOPE_ERR_SECRET: return "the text holds a secret kope keeps (its API key or a private key): refused";
     default: return "unknown error";
     }
 }

@@ -32,6 +32,7 @@ enum kope_err {
     KOPE_ERR_BLOB = -16,    /* referenced blob missing or wrong hash */
     KOPE_ERR_TRUST = -17,   /* signed, but not by a certificate from a trusted CA */
     KOPE_ERR_REVOKED = -18, /* the origin's fleet CA revoked its records after a seq */
+    KOPE_ERR_SECRET = -19,  /* text holds a secret kope keeps (core/secret.h): refused */
 };
 
 /* Text for any kope error code (any band). Never NULL; static storage. */

@@ -158,6 +158,13 @@ int net_key_write_pem(struct net_key *k, char *buf, size_t cap)
     return mbedtls_pk_write_key_pem(&k->pk, (unsigned char *)buf, cap) ? NET_ERR_CRYPTO_BUF : 0;
 }
 
+int net_key_private_raw(struct net_key *k, uint8_t *buf, size_t cap, size_t *len)
+{
+    if (mbedtls_ecp_write_key_ext(mbedtls_pk_ec(k->pk), len, buf, cap) != 0)
+        return NET_ERR_CRYPTO_BUF;
+    return 0;
+}
+
 int net_key_public_der(struct net_key *k, uint8_t *buf, size_t cap, size_t *len)
 {
     /* mbedtls writes DER at the END of the buffer; move it to the front. */

@@ -45,6 +45,9 @@ int net_key_generate(struct net_key **out);
 int net_key_load(const uint8_t *buf, size_t len, struct net_key **out);
 /* PEM of the private key into buf (NUL-terminated). Secret: wipe buf after use. */
 int net_key_write_pem(struct net_key *k, char *buf, size_t cap);
+/* The raw private scalar (32 bytes for P-256) into buf. Secret: wipe buf
+ * after use (core/secret.c registers it, so that no copy is stored). */
+int net_key_private_raw(struct net_key *k, uint8_t *buf, size_t cap, size_t *len);
 /* DER SubjectPublicKeyInfo of the public half. */
 int net_key_public_der(struct net_key *k, uint8_t *buf, size_t cap, size_t *len);
 /* Sign a 32-byte hash. */

@@ -176,10 +176,11 @@ enum plat_set_flags {
     /* Tests only: skip the source screen and object check, so the runtime
      * containment behind them can be shown to work on its own. */
     PLAT_SET_UNSAFE_NO_SCREEN = 1 << 8,
-    /* Tests and bench/harness only: run the harness without the namespaces,
-     * minimal root and seccomp of platform/proc.c (the judge/kernel process
-     * split stays), to show what the isolation costs and that each hostile
-     * test needs it. Never set from a config file. */
+    /* Tests and bench/harness only: run the harness, and the compiler and
+     * linker, without the namespaces, minimal root or toolchain view and
+     * seccomp of platform/proc.c (the judge/kernel process split stays), to
+     * show what the isolation costs and that each hostile test needs it.
+     * Never set from a config file. */
     PLAT_SET_UNSAFE_NO_ISOLATION = 1 << 9,
     /* Tests only: skip the two source screens (the text and the
      * preprocessed tokens) but keep the compiler's include check and the

@@ -191,7 +191,7 @@ static int fs_minimal(const struct proc_spec *r, const char **failed)
     if (mkdir("/tmp" OLDROOT, 0700) != 0 || syscall(SYS_pivot_root, "/tmp", "/tmp" OLDROOT) != 0 ||
         chdir("/") != 0)
         return -1;
-    const char *const *lists[2] = {(r->flags & PROC_VIEW) ? view_base : base,
+    const char *const *lists[2] = {(r->flags & PROC_VIEW) && r->view ? view_base : base,
                                    (r->flags & PROC_VIEW) ? r->view : NULL};
     for (int l = 0; l < 2; l++)
         for (int i = 0; lists[l] && lists[l][i] && i < PROC_VIEW_MAX; i++)
@@ -379,7 +379,7 @@ static void child_exec(const struct proc_spec *r, int out_fd, int note_fd)
             note_add(&note, ok ? "namespaces(user,pid,net,mount,ipc)" : "namespaces(no uid map)");
             const char *failed = "";
             if (fs_minimal(r, &failed) == 0) {
-                note_add(&note, (r->flags & PROC_VIEW) ? "toolchain-view" : "minimal-ro-root");
+                note_add(&note, (r->flags & PROC_VIEW) && r->view ? "toolchain-view" : "minimal-ro-root");
             } else if (r->flags & PROC_VIEW) {
                 /* a compile never runs with the host visible when namespaces
                  * exist: the caller refuses (proc.h) */

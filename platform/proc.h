@@ -36,7 +36,9 @@
  * capabilities and seccomp deny-list, but the root holds only the paths in
  * view (the toolchain the caller found: compiler, its programs, resource
  * and include dirs, libraries, sysroots), ro_paths, /dev/null and rw_dir;
- * no /usr, /etc, /home, /tmp or /proc beyond what view names. execve is
+ * no /usr, /etc, /home, /tmp or /proc beyond what view names (view NULL:
+ * the system directories of PROC_ISOLATE, for a build tool that lives
+ * there and runs programs from there, like cmake and make). execve is
  * allowed (a driver runs cc1, as, ld), but only what the view holds can be
  * run. TMPDIR is rw_dir. If the view cannot be built while the namespaces
  * exist, the child prints "kope: cannot build the compile view (PATH: why)"
@@ -90,7 +92,8 @@ struct proc_spec {
     const char *rw_dir;       /* isolated: the one writable directory (absolute) */
     const char *ro_paths[PROC_RO_PATHS_MAX]; /* isolated: more read-only files/dirs, NULL-ended */
     const char *const *view;  /* PROC_VIEW: the root's read-only paths, NULL-ended (at most
-                                 PROC_VIEW_MAX; canonical, or a symlink whose target is
+                                 PROC_VIEW_MAX; NULL: /usr, /lib*, /bin, /sbin as without
+                                 PROC_VIEW); each canonical, or a symlink whose target is
                                  listed too; missing paths are skipped) */
 };
 

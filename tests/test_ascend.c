@@ -777,6 +777,65 @@ static void test_starters(void **state)
     platform_close(p);
 }
 
+/* The build runs in the compile sandbox (issue 21): with the source screen
+ * off, a kernel that includes a host file finds nothing there (without the
+ * sandbox it builds: the file is valid C++), and a failed build keeps only
+ * what the compiler said about kernel.cpp, nothing of cmake, make or the
+ * work dir. */
+static void test_build_sandboxed(void **state)
+{
+    (void)state;
+    static const char mark[] = "kope_marker_a5c3nd";
+    char marker[600];
+    snprintf(marker, sizeof marker, "/tmp/kope-asc-marker-%d.h", (int)getpid());
+    FILE *f = fopen(marker, "w");
+    assert_non_null(f);
+    fprintf(f, "// %s\ntypedef int kope_marker_t;\n", mark);
+    fclose(f);
+    struct platform *p = open_fake();
+    struct plat_desc d;
+    platform_describe(p, &d);
+    fprintf(stderr, "target: %s\n", d.note);
+    int degraded = strstr(d.note, "compile-isolation=NO-NAMESPACES") != NULL;
+    if (!degraded)
+        assert_non_null(strstr(d.note, "compile-isolation=namespaces(user,pid,net,mount,ipc)+minimal-ro-root"));
+    struct plat_task t;
+    task_init(&t, PLAT_OP_ADD);
+    t.n = 64;
+    size_t len;
+    char *ok = kernel_src("add_ok.cpp", &len);
+    char *src = malloc(len + 700);
+    assert_non_null(src);
+    int n = snprintf(src, len + 700, "#include \"%s\"\n%s", marker, ok);
+    struct plat_build b;
+    p->set.flags |= PLAT_SET_UNSAFE_NO_SCREEN;
+    assert_int_equal(platform_compile(p, &t, src, (size_t)n, &b), 0);
+    p->set.flags &= ~(unsigned)PLAT_SET_UNSAFE_NO_SCREEN;
+    fprintf(stderr, "%s: %s\n", b.detail, b.diag);
+    assert_null(strstr(b.diag, mark));
+    if (!degraded) {
+        assert_false(b.ok);
+        assert_int_equal(b.reason, PLAT_FAIL_COMPILE_ERROR);
+        assert_true(strstr(b.diag, "No such file") || strstr(b.diag, "not found"));
+    }
+    platform_build_free(p, &b);
+    /* a candidate's compile error: its own lines only */
+    build(p, &t, "add_compile_error.cpp", &b);
+    assert_false(b.ok);
+    assert_non_null(strstr(b.diag, "kernel.cpp:"));
+    assert_null(strstr(b.diag, "CMakeFiles"));
+    assert_null(strstr(b.diag, "make"));
+    assert_null(strstr(b.diag, "/work/"));
+    for (const char *l = b.diag; *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l))
+        assert_true(strncmp(l, "kernel.cpp", 10) == 0 || l[strspn(l, " 0123456789")] == '|' ||
+                    strstr(l, "generated.") || strncmp(l, "compilation terminated.", 23) == 0);
+    platform_build_free(p, &b);
+    free(ok);
+    free(src);
+    platform_close(p);
+    unlink(marker);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -792,6 +851,7 @@ int main(void)
         cmocka_unit_test(test_family_reduction),
         cmocka_unit_test(test_family_matmul),
         cmocka_unit_test(test_fail_compile),
+        cmocka_unit_test(test_build_sandboxed),
         cmocka_unit_test(test_fail_results),
         cmocka_unit_test(test_fail_runtime),
         cmocka_unit_test(test_report_edited),

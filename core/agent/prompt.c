@@ -13,6 +13,7 @@
 #include "core/buf.h"
 #include "core/context/context.h"
 #include "core/err.h"
+#include "core/secret.h"
 #include "core/graph/graph.h"
 #include "core/agent/prompt.h"
 #include "core/context/reply.h"
@@ -166,12 +167,25 @@ int prompt_make(struct run *r, const struct plat_task *t, const uint8_t *task, c
     rq.feedback = fb;
     rq.n_feedback = nfb;
     rc = context_build(r->g, &rq, &p);
+    if (rc == KOPE_ERR_SECRET) { /* refused, not failed: no other prompt either */
+        run_say(r, "  llm: %s\n", p.err);
+        goto out;
+    }
     if (rc) { /* ACM not available (or failed): say so once per prompt, use the minimal one */
         ctx_prompt_free(&p);
         ctx_prompt_init(&p);
         rc = prompt_fallback(&rq, &p);
         if (rc)
             goto out;
+        /* the last line for the minimal prompt too (core/secret.h) */
+        const char *what = secret_find(p.system, strlen(p.system));
+        if (!what)
+            what = secret_find(p.user, strlen(p.user));
+        if (what) {
+            run_say(r, "  llm: the prompt would carry %s: refused, nothing sent\n", what);
+            rc = KOPE_ERR_SECRET;
+            goto out;
+        }
     }
     *out = p;
     ctx_prompt_init(&p);

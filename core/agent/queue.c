@@ -20,6 +20,7 @@
 #include <cJSON.h>
 
 #include "core/err.h"
+#include "core/secret.h"
 #include "core/graph/graph.h"
 #include "core/context/reply.h"
 #include "core/context/tokens.h"
@@ -61,6 +62,9 @@ int queue_send(struct run *r, const struct store_queue_row *row)
     size_t n_raw = tokens_estimate_str(sys->valuestring) + tokens_estimate_str(usr->valuestring);
     rc = llm_chat(r->llm, msgs, 2, &rep);
     cJSON_Delete(j);
+    /* an endpoint's error text can quote the key it was sent: redacted
+     * before it is printed or stored with the queued call (core/secret.h) */
+    secret_redact(rep.error, sizeof rep.error);
     if (rc) {
         if (net_err_retryable(rc)) {
             int64_t next = run_now_ms() + r->backoff_ms;

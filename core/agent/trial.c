@@ -17,6 +17,7 @@
 #include "core/err.h"
 #include "core/graph/graph.h"
 #include "core/context/reply.h"
+#include "core/secret.h"
 #include "core/task/task.h"
 #include "core/agent/trial.h"
 #include "core/util.h"
@@ -385,7 +386,7 @@ static int record(struct run *r, const uint8_t task[32], int trial, const struct
 
     cJSON_AddStringToObject(ob, "status", vd->status);
     cJSON_AddStringToObject(ob, "stage", vd->stage);
-    cJSON_AddStringToObject(ob, "reason", vd->reason);
+    cJSON_AddStringToObject(ob, "reason", vd->reason); /* redacted by trial_run */
     if (vd->diag && vd->diag[0]) {
         if ((rc = graph_blob_put(r->g, vd->diag, strlen(vd->diag), dref)))
             goto rollback;
@@ -572,6 +573,13 @@ int trial_run(struct run *r, const uint8_t task[32], const struct plat_task *t, 
         platform_build_free(vd->plat, &vd->b);
         return rc;
     }
+    /* diagnostics that quote a secret of kope's (the compiler's kept lines
+     * and the reason that quotes their first) are redacted, not refused:
+     * the rest of the outcome is worth keeping (core/secret.h); the caller
+     * prints the reason, record stores both. Everything else a trial
+     * stores is refused by the graph on a hit. */
+    secret_redact(vd->reason, sizeof vd->reason);
+    secret_redact(vd->b.diag, sizeof vd->b.diag);
     rc = record(r, task, trial, pr, vd, vd->dec_id, vd->out_id);
     platform_build_free(vd->plat, &vd->b);
     vd->diag = NULL; /* it pointed into the build */

@@ -23,6 +23,7 @@
 #include "core/cli/cli.h"
 #include "core/cli/config.h"
 #include "core/err.h"
+#include "core/secret.h"
 #include "core/graph/graph.h"
 #include "core/graph/sync.h"
 #include "core/util.h"
@@ -157,6 +158,7 @@ static int fleet_init(struct cli *c, int argc, char **argv)
         fprintf(stderr, "kope fleet init: %s\n", kope_strerror(rc));
         goto out;
     }
+    (void)secret_add_key_pem(key, strlen(key), "the fleet CA's private key"); /* best effort: a last line */
     if (write_text(kp, key, 0600, 1) || write_text(cp, cert, 0644, 0) ||
         trust_add(fleet_path(c, "fleet.ca", ".ca.pem", tp, sizeof tp), cert))
         goto out;
@@ -219,6 +221,7 @@ static int fleet_enroll(struct cli *c, int argc, char **argv)
                      "DEVICE.crt`", ca_given ? "that folder holds no fleet CA" : "no fleet CA in ./fleet");
             goto out;
         }
+        (void)secret_add_key_pem(cakey, strlen(cakey), "the fleet CA's private key"); /* best effort: a last line */
         if ((rc = net_fleet_cert_issue(cakey, cacert, pub, pub_len, name, days, NULL, NULL, &pem, err, sizeof err))) {
             fprintf(stderr, "kope fleet enroll: %s\n", err);
             goto out;
@@ -365,6 +368,7 @@ static int fleet_revoke(struct cli *c, int argc, char **argv)
                  "made, holding ca.key and ca.crt)");
         goto out;
     }
+    (void)secret_add_key_pem(cakey, strlen(cakey), "the fleet CA's private key"); /* best effort: a last line */
     graph_revocation_digest(origin, after, digest);
     if ((rc = net_key_load((const uint8_t *)cakey, strlen(cakey) + 1, &k)) ||
         (rc = net_key_sign(k, digest, sig, sizeof sig, &sig_len))) {
@@ -465,6 +469,7 @@ static int fleet_ctx_load(struct cli *c, int is_server, int timeout_ms, struct f
         !(cert = read_text(fleet_path(c, "fleet.cert", ".crt", cp, sizeof cp), "this device's certificate (`kope fleet enroll`)")) ||
         !(key = read_text(cli_key_path(c, kp, sizeof kp), "this device's key (`kope init`)")))
         goto out;
+    (void)secret_add_key_pem(key, strlen(key), "this device's private key"); /* the TLS key: never sent */
     if (net_peer_conf_new(is_server, ca, cert, key, timeout_ms, &f->conf, err, sizeof err) ||
         net_trust_new(ca, &f->trust, err, sizeof err)) {
         fprintf(stderr, "kope: %s\n", err);

@@ -14,6 +14,7 @@
 #include "core/cli/config.h"
 #include "core/err.h"
 #include "core/cli/llm_conf.h"
+#include "core/secret.h"
 
 static int set_str(char **field, const char *v, char *origin, size_t olen, const char *from)
 {
@@ -170,7 +171,8 @@ int llm_conf_load(const struct kope_config *cfg, struct llm_settings *s, struct 
                        sizeof o->pinned_key, err, err_len)))
         return rc;
 
-    /* The API key: environment, else a key file named by env or config. */
+    /* The API key: environment, else a key file named by env or config;
+     * registered as a secret (core/secret.h) the moment kope holds it. */
     const char *key = getenv("KOPE_LLM_API_KEY");
     snprintf(o->api_key, sizeof o->api_key, "not set");
     if (key && *key) {
@@ -192,6 +194,10 @@ int llm_conf_load(const struct kope_config *cfg, struct llm_settings *s, struct 
                 return rc;
             snprintf(o->api_key, sizeof o->api_key, "file %.500s (%s)", kf, from);
         }
+    }
+    if (s->api_key && (rc = secret_add(s->api_key, strlen(s->api_key), "the LLM API key"))) {
+        snprintf(err, err_len, "cannot register the API key as a secret: %s", kope_strerror(rc));
+        return rc;
     }
 
     if (cfg && kope_config_node(cfg, "llm.max_tokens_field")) {
@@ -245,4 +251,13 @@ int llm_conf_load(const struct kope_config *cfg, struct llm_settings *s, struct 
         return rc;
     s->retries = (int)l;
     return 0;
+}
+
+void llm_conf_secret_register(const struct kope_config *cfg)
+{
+    struct llm_settings s;
+    char err[256];
+    llm_settings_init(&s);
+    (void)llm_conf_load(cfg, &s, NULL, err, sizeof err); /* registers the key, if one is set */
+    llm_settings_free(&s);
 }

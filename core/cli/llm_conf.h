@@ -48,4 +48,10 @@ struct llm_conf_origin {
 int llm_conf_load(const struct kope_config *cfg, struct llm_settings *s, struct llm_conf_origin *origin,
                   char *err, size_t err_len);
 
+/* Register the API key, if one is set, as a secret (core/secret.h) for a
+ * command that does not talk to the LLM itself but stores or sends text
+ * (sync, graph import): best effort, silent; a broken setting is the LLM
+ * commands' to report. */
+void llm_conf_secret_register(const struct kope_config *cfg);
+
 #endif /* KOPE_LLM_CONF_H */

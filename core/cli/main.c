@@ -15,6 +15,9 @@
 #include "core/cli/cli.h"
 #include "core/cli/config.h"
 #include "core/suggest.h"
+#include "core/cli/llm_conf.h"
+#include "core/secret.h"
+#include "core/util.h"
 #include "core/version.h"
 #include "net/crypto.h"
 #include "net/http.h"
@@ -172,6 +175,23 @@ static int cmd_version(struct cli *c, int argc, char **argv)
     return version_print() == 0 ? CLI_OK : CLI_FAIL;
 }
 
+/* The last line (core/secret.h): the secrets this kope holds, registered
+ * before any command can store, prompt or send text: the API key (if one is
+ * set) and this device's private key (if `kope init` made one). Best
+ * effort: what cannot be read here the command that needs it reports. */
+static void secrets_register(struct cli *c)
+{
+    llm_conf_secret_register(c->cfg);
+    char kp[4096], err[256], *pem = NULL;
+    size_t len = 0;
+    const char *path = cli_key_path(c, kp, sizeof kp);
+    if (path && util_read_file(path, 64 * 1024, &pem, &len, err, sizeof err) == 0) {
+        (void)secret_add_key_pem(pem, len, "this device's private key"); /* graph_identity_load retries */
+        net_wipe(pem, len);
+        free(pem);
+    }
+}
+
 int main(int argc, char **argv)
 {
     struct cli c;
@@ -261,6 +281,7 @@ int main(int argc, char **argv)
         int crc = cli_config_check(&c);
         if (crc != CLI_OK)
             return crc;
+        secrets_register(&c);
     }
     if (cmd->kernels && !cli_wants_help(argc - i, argv + i) && cli_kernel_host_check(cmd->name))
         return CLI_FAIL;

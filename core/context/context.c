@@ -28,6 +28,7 @@
 
 #include "core/buf.h"
 #include "core/err.h"
+#include "core/secret.h"
 #include "core/context/reply.h"
 #include "core/context/retrieve.h"
 #include "core/task/task.h"
@@ -815,6 +816,24 @@ static int hot_fit(struct build *b, const struct ctx_request *rq, size_t hot_cap
     return 0;
 }
 
+/* The last line (core/secret.h): a prompt that would carry a secret kope
+ * holds is not built. The graph refuses such text on the way in, so a hit
+ * here means it came some other way (a store written before, a knowledge
+ * file): refused, with what kind of secret, never which bytes. */
+static int prompt_secret_check(struct ctx_prompt *out)
+{
+    const char *what = out->system ? secret_find(out->system, strlen(out->system)) : NULL;
+    if (!what && out->user)
+        what = secret_find(out->user, strlen(out->user));
+    for (size_t i = 0; !what && i < out->n_items; i++)
+        what = secret_find(out->items[i].why, strlen(out->items[i].why));
+    if (!what)
+        return 0;
+    snprintf(out->err, sizeof out->err, "context: the prompt would carry %s: refused, nothing sent or "
+             "printed (find the record that holds it: `kope graph` commands; docs/LLM.md)", what);
+    return KOPE_ERR_SECRET;
+}
+
 int context_build(struct graph *g, const struct ctx_request *rq, struct ctx_prompt *out)
 {
     int rc = KOPE_ERR_INTERNAL;
@@ -1007,6 +1026,8 @@ int context_build(struct graph *g, const struct ctx_request *rq, struct ctx_prom
     free(order);
 done:
     if ((rc = items_out(&b, out)))
+        goto out;
+    if ((rc = prompt_secret_check(out)))
         goto out;
     out->n_tokens = tokens_calibrated(g->st, q.endpoint, out->n_tokens_raw);
     out->build_ms = (double)(util_now_ns() - t0) / 1e6;

@@ -18,6 +18,7 @@
 #include "core/graph/canon.h"
 #include "core/err.h"
 #include "core/graph/graph.h"
+#include "core/secret.h"
 #include "core/graph/spill.h"
 #include "core/util.h"
 #include "net/crypto.h"
@@ -104,6 +105,9 @@ int graph_identity_create(struct graph *g, const char *key_path, const char *tar
         goto out;
     if ((rc = net_key_write_pem(g->key, pem, sizeof pem)))
         goto out;
+    /* the last line (core/secret.h): no copy of it is ever stored or sent */
+    if ((rc = secret_add_key_pem(pem, strlen(pem), "this device's private key")))
+        goto out;
     fd = open(key_path, O_WRONLY | O_CREAT | O_EXCL, 0600);
     if (fd < 0) {
         rc = seterr(g, errno == EEXIST ? KOPE_ERR_EXISTS : KOPE_ERR_IO,
@@ -177,6 +181,9 @@ int graph_identity_load(struct graph *g, const char *key_path)
         rc = seterr(g, rc, "%s: not a P-256 private key", key_path);
         goto out;
     }
+    /* the last line (core/secret.h): no copy of it is ever stored or sent */
+    if ((rc = secret_add_key_pem(pem, len, "this device's private key")))
+        goto out;
     if ((rc = net_key_public_der(g->key, der, sizeof der, &der_len)))
         goto out;
     net_sha256(der, der_len, g->origin);
@@ -310,6 +317,12 @@ int graph_blob_put(struct graph *g, const char *text, size_t len, char ref[GRAPH
         return rc;
     if (fixed)
         text = fixed;
+    const char *what = secret_find(text, len);
+    if (what) {
+        free(fixed);
+        return seterr(g, KOPE_ERR_SECRET, "a text to store holds %s: refused, nothing stored (a "
+                      "kernel source, a reply or a diagnostic that quotes it)", what);
+    }
     net_sha256(text, len, h);
     strcpy(ref, "sha256:");
     util_hex(h, 32, ref + 7);
@@ -481,6 +494,11 @@ static int append_locked(struct graph *g, const char *kind, const char *target,
     if ((rc = record_canon(&g->canon, kind, target, g->origin, g->seq + 1, g->seq ? g->head : NULL,
                            parents, n_parents, body))) {
         seterr(g, rc, "record has no canonical form (NaN, duplicate key, bad UTF-8 or too big)");
+        goto out;
+    }
+    const char *what = secret_find(g->canon.p, g->canon.len);
+    if (what) {
+        rc = seterr(g, KOPE_ERR_SECRET, "a %s record holds %s: refused, nothing stored", kind, what);
         goto out;
     }
     if ((rc = scan_blobs(body, blobs, &n_blobs, 0)))
@@ -2008,6 +2026,14 @@ int graph_importer_feed_line(struct graph_importer *im, const char *line, size_t
             im->header_bad = 1;
             return imp_fail(im, KOPE_ERR_PARSE, "not a kope graph shard (first line must be {\"format\":\"kope-graph\",...})");
         }
+        return 0;
+    }
+    /* a peer's line that holds a secret of ours is never stored */
+    const char *what = secret_find(line, len);
+    if (what) {
+        cJSON_Delete(j);
+        imp_fail(im, KOPE_ERR_SECRET, "a line holds %s: refused", what);
+        im->stats->rejected++;
         return 0;
     }
     int rc = cJSON_GetObjectItemCaseSensitive(j, "blob") ? imp_blob(im, j) : imp_record(im, j);

@@ -17,6 +17,7 @@
 
 #include "core/buf.h"
 #include "core/err.h"
+#include "core/secret.h"
 #include "core/graph/graph.h"
 #include "core/graph/sync.h"
 #include "core/util.h"
@@ -350,6 +351,14 @@ static ssize_t line_write(void *cookie, const char *p, size_t n)
         if (!nl)
             break;
         done++;
+        /* the last line (core/secret.h): a record or blob that holds a
+         * secret of ours is not sent; the session stops (records chain, so
+         * one cannot be left out) */
+        const char *what = secret_find(lo->line.p, lo->line.len);
+        if (what) {
+            lo->rc = fail(lo->s, KOPE_ERR_SECRET, "a record to send holds %s: not sent, sync stopped", what);
+            return -1;
+        }
         if ((lo->rc = net_peer_frame_write(lo->s->p, NET_SYNC_LINE, lo->line.p, lo->line.len))) {
             fail(lo->s, lo->rc, "sending a record: %s", net_strerror(lo->rc));
             return -1;

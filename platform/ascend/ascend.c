@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "platform/ascend/ascend.h"
+#include "platform/diag.h"
 #include "platform/embed.h"
 #include "platform/judge/report.h"
 /* the case list the host program runs (one copy, shared with it and the K3 harness) */
@@ -94,6 +95,9 @@ static int rt_write(struct platform *p, struct ascend *a)
     return 0;
 }
 
+static int build_step(struct platform *p, struct proc_cmd *c, struct plat_build *out, const char *what,
+                      const char *dir, int *failed);
+
 static int asc_open(struct platform *p)
 {
     struct ascend *a = calloc(1, sizeof *a);
@@ -123,7 +127,32 @@ static int asc_open(struct platform *p)
             return plat_set_err(p, PLAT_ERR_WORKDIR, "mkdtemp %.150s: %.100s", a->work, strerror(errno));
         a->own_work = 1;
     }
-    return rt_write(p, a);
+    int rc = rt_write(p, a);
+    if (rc)
+        return rc;
+    /* the compile sandbox, once: where kope learns (and describe says)
+     * whether builds are isolated here, and refuses to start when the
+     * namespaces exist but the view cannot be built */
+    char dir[ASC_PATH_MAX];
+    snprintf(dir, sizeof dir, "%.190s/sandbox-check", a->work);
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return plat_set_err(p, PLAT_ERR_WORKDIR, "mkdir %.300s: %.100s", dir, strerror(errno));
+    struct proc_cmd c;
+    proc_cmd_init(&c);
+    proc_cmd_arg(&c, "%s", tk->cmake);
+    proc_cmd_arg(&c, "--version");
+    struct plat_build *b = calloc(1, sizeof *b);
+    if (!b)
+        return plat_set_err(p, PLAT_ERR_NOMEM, "out of memory");
+    int failed = 0;
+    rc = build_step(p, &c, b, "cmake --version in the compile sandbox", dir, &failed);
+    if (!rc && failed)
+        rc = plat_set_err(p, PLAT_ERR_NO_TOOLCHAIN, "cmake (%.200s) does not run in the compile sandbox: "
+                          "%.100s\nhint: it sees the system directories, the toolkit and the candidate's "
+                          "folder only (docs/ASCEND.md)", tk->cmake, b->detail);
+    free(b);
+    proc_rm_tree(dir);
+    return rc;
 }
 
 static void asc_close(struct platform *p)
@@ -157,8 +186,11 @@ static int asc_describe(struct platform *p, struct plat_desc *out)
              tk->msprof[0] ? "timed by msprof op" : "timed by device events");
     if (a->aclnn_off) {
         size_t l = strlen(out->note);
-        snprintf(out->note + l, sizeof out->note - l, "; aclnn baseline off: %.60s", a->aclnn_diag);
+        snprintf(out->note + l, sizeof out->note - l, "; aclnn baseline off: %.100s", a->aclnn_diag);
     }
+    size_t l = strlen(out->note);
+    snprintf(out->note + l, sizeof out->note - l, "; compile-isolation=%.100s%s", a->compile_isolation,
+             strstr(a->compile_isolation, "NO-") ? " (DEGRADED: the build can read host files)" : "");
     return 0;
 }
 
@@ -173,29 +205,102 @@ static int block_dim_for(const struct ascend *a, const struct plat_task *t)
     return n > 65535 ? 65535 : n;
 }
 
-/* Run one build step; on a failed step fill out (COMPILE_ERROR) and return 1. */
+/* Build steps run in the compile sandbox (platform/proc.h PROC_VIEW): the
+ * system directories (cmake, make, the host compiler live there and run one
+ * another), the toolkit and kope's rt/ read-only, the candidate's c<id>/ the
+ * only writable place; namespaces, a cleared environment but for the
+ * toolkit's own variables below, limits. The candidate's kernel file is
+ * compiled by the toolkit's compiler, so it reads only what that view
+ * holds; what is kept of the build's output is what plat_diag_clean keeps:
+ * the lines about kernel.cpp. */
+#define ASC_BUILD_OUT_MAX (256u << 10)
+static const char *const asc_env_pass[] = {
+    "ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "ASCEND_OPP_PATH", "ASCEND_AICPU_PATH",
+    "LD_LIBRARY_PATH", "PYTHONPATH", "CFLAGS", "CXXFLAGS",
+};
+_Static_assert(sizeof asc_env_pass / sizeof asc_env_pass[0] <= PROC_ENV_ADD_MAX,
+               "the toolkit's variables must fit proc.h's env_add of an isolated run");
+
+/* Run one build step in dir; on a failed step fill out (COMPILE_ERROR) and
+ * set *failed. Returns 0, or PLAT_ERR_* (the sandbox could not be built:
+ * PLAT_ERR_NO_TOOLCHAIN). */
 static int build_step(struct platform *p, struct proc_cmd *c, struct plat_build *out, const char *what,
-                      int *failed)
+                      const char *dir, int *failed)
 {
+    struct ascend *a = p->priv;
     *failed = 0;
     if (c->overflow)
         return plat_set_err(p, PLAT_ERR_INTERNAL, "command line too long");
     int timeout = p->set.compile_timeout_ms > 0 ? p->set.compile_timeout_ms : ASC_COMPILE_TIMEOUT_MS;
-    struct proc_spec r = {.argv = c->argv, .timeout_ms = timeout, .output_cap = (uint64_t)8 << 20,
-                        .out = out->diag, .out_len = sizeof out->diag};
+    int bare = (p->set.flags & PLAT_SET_UNSAFE_NO_ISOLATION) != 0;
+    char rt[ASC_PATH_MAX], cmake_prefix[ASC_PATH_MAX] = "";
+    snprintf(rt, sizeof rt, "%.190s/rt", a->work);
+    /* a cmake outside the system directories: its install prefix (bin/..)
+     * holds its modules */
+    char *cm = realpath(a->tk.cmake, NULL);
+    if (cm && strncmp(cm, "/usr/", 5) != 0) {
+        snprintf(cmake_prefix, sizeof cmake_prefix, "%s", cm);
+        for (int up = 0; up < 2; up++) {
+            char *sl = strrchr(cmake_prefix, '/');
+            if (sl && sl != cmake_prefix)
+                *sl = '\0';
+        }
+    }
+    free(cm);
+    char env_buf[sizeof asc_env_pass / sizeof asc_env_pass[0]][1024];
+    char *env[sizeof asc_env_pass / sizeof asc_env_pass[0] + 1];
+    int ne = 0;
+    for (size_t i = 0; i < sizeof asc_env_pass / sizeof asc_env_pass[0]; i++) {
+        const char *v = getenv(asc_env_pass[i]);
+        int w = v ? snprintf(env_buf[ne], sizeof env_buf[0], "%s=%s", asc_env_pass[i], v) : -1;
+        if (w > 0 && (size_t)w < sizeof env_buf[0]) /* a longer value is left out, not cut */
+            env[ne] = env_buf[ne], ne++;
+    }
+    env[ne] = NULL;
+    char *raw = malloc(ASC_BUILD_OUT_MAX);
+    if (!raw)
+        return plat_set_err(p, PLAT_ERR_NOMEM, "out of memory");
+    struct proc_spec r = {.argv = c->argv, .cwd = dir, .timeout_ms = timeout, .cpu_s = timeout / 1000 + 1,
+                          .fsize_bytes = (uint64_t)1 << 30, .output_cap = (uint64_t)8 << 20,
+                          .out = raw, .out_len = ASC_BUILD_OUT_MAX, .env_add = env,
+                          .flags = bare ? 0u : PROC_ISOLATE | PROC_VIEW, .rw_dir = dir,
+                          .ro_paths = {a->tk.home, rt, cmake_prefix[0] ? cmake_prefix : NULL}};
     struct proc_result res;
     int rc = proc_run(&r, &res, p->err, sizeof p->err);
-    if (rc)
+    if (rc) {
+        free(raw);
         return plat_set_err(p, rc, "%s: %.400s", what, p->err);
-    if (res.exited && res.exit_code == 127 && strstr(out->diag, "kope: cannot run"))
-        return plat_set_err(p, PLAT_ERR_NO_TOOLCHAIN, "%s: %.400s", what, out->diag);
-    out->diag_truncated = res.truncated;
+    }
+    snprintf(a->compile_isolation, sizeof a->compile_isolation, "%s",
+             bare ? "none(unsafe-no-isolation)" : res.isolation);
+    static const char view_failed[] = "kope: cannot build the compile view";
+    if (!bare && res.exited && res.exit_code == PROC_VIEW_FAILED &&
+        strncmp(raw, view_failed, sizeof view_failed - 1) == 0) {
+        raw[strcspn(raw, "\n")] = '\0';
+        rc = plat_set_err(p, PLAT_ERR_NO_TOOLCHAIN, "%s: %.300s\nhint: the build runs in a sandbox that sees "
+                          "the system directories, the toolkit and the candidate's folder only "
+                          "(docs/ASCEND.md)", what, raw);
+        free(raw);
+        return rc;
+    }
+    if (res.exited && res.exit_code == 127 && strstr(raw, "kope: cannot run")) {
+        raw[strcspn(raw, "\n")] = '\0';
+        rc = plat_set_err(p, PLAT_ERR_NO_TOOLCHAIN, "%s: %.400s", what, raw);
+        free(raw);
+        return rc;
+    }
     if (!run_ok(&res)) {
         *failed = 1;
         out->reason = PLAT_FAIL_COMPILE_ERROR;
         snprintf(out->detail, sizeof out->detail, "%s %s", what,
                  res.timed_out ? "timed out" : "failed");
+        /* only what the compiler said about the candidate's own file */
+        char kfile[ASC_PATH_MAX];
+        snprintf(kfile, sizeof kfile, "%.200s/kernel.cpp", dir);
+        size_t kept = res.exited ? plat_diag_clean(raw, kfile, out->diag, sizeof out->diag) : 0;
+        out->diag_truncated = res.truncated || kept + 1 >= sizeof out->diag;
     }
+    free(raw);
     return 0;
 }
 
@@ -249,7 +354,7 @@ static int asc_compile(struct platform *p, const struct plat_task *t, const char
     proc_cmd_arg(&c, "-DKOPE_RT=%.190s/rt", a->work);
     proc_cmd_arg(&c, "-DKOPE_FAMILY=%d", (int)t->family);
     proc_cmd_arg(&c, "-DKOPE_HAVE_ACLNN=%d", tk->has_aclnn && !a->aclnn_off ? 1 : 0);
-    rc = build_step(p, &c, out, "cmake configure", &failed);
+    rc = build_step(p, &c, out, "cmake configure", dir, &failed);
     if (rc || failed)
         goto out;
     /* the candidate alone first: its diagnostics are the ones that matter */
@@ -263,7 +368,7 @@ static int asc_compile(struct platform *p, const struct plat_task *t, const char
         proc_cmd_arg(&c, "%s", targets[i]);
         rc = build_step(p, &c, out, i == 0 ? "kernel build (ascendc_library)"
                                            : "host program build (launch signature vs the family ABI)",
-                        &failed);
+                        dir, &failed);
         if (!rc && failed && i == 1 && tk->has_aclnn && !a->aclnn_off) {
             /* The vendor-baseline code is written against the documented
              * aclnn signatures; if this toolkit's headers differ, the host
@@ -277,7 +382,7 @@ static int asc_compile(struct platform *p, const struct plat_task *t, const char
             proc_cmd_arg(&c, "%s", tk->cmake);
             proc_cmd_arg(&c, "-DKOPE_HAVE_ACLNN=0");
             proc_cmd_arg(&c, "%s", build);
-            rc = build_step(p, &c, &retry, "cmake reconfigure without aclnn", &f2);
+            rc = build_step(p, &c, &retry, "cmake reconfigure without aclnn", dir, &f2);
             if (!rc && !f2) {
                 proc_cmd_init(&c);
                 proc_cmd_arg(&c, "%s", tk->cmake);
@@ -285,15 +390,18 @@ static int asc_compile(struct platform *p, const struct plat_task *t, const char
                 proc_cmd_arg(&c, "%s", build);
                 proc_cmd_arg(&c, "--target");
                 proc_cmd_arg(&c, "kope_host");
-                rc = build_step(p, &c, &retry, "host program build", &f2);
+                rc = build_step(p, &c, &retry, "host program build", dir, &f2);
             }
             if (rc)
                 goto out;
             if (!f2) {
                 a->aclnn_off = 1;
-                const char *e = strstr(diag1, "error");  /* the compiler's own words */
-                const char *ls = e ? e : diag1;
-                snprintf(a->aclnn_diag, sizeof a->aclnn_diag, "%.*s", (int)strcspn(ls, "\n"), ls);
+                /* kope's words: the compiler's are about kope's host.cpp and
+                 * the toolkit's headers, and nothing of a build is kept but
+                 * the candidate's own lines */
+                snprintf(a->aclnn_diag, sizeof a->aclnn_diag,
+                         "the vendor-baseline code does not build against this toolkit's aclnn headers "
+                         "(compile error)");
                 failed = 0;
                 memset(out->diag, 0, sizeof out->diag);
                 out->reason = PLAT_FAIL_NONE;
@@ -687,7 +795,9 @@ static int asc_measure(struct platform *p, const struct plat_task *t, const stru
             snprintf(prof_note, sizeof prof_note, "msprof op unavailable");
         }
     }
-    snprintf(out->method, sizeof out->method, "%.190s; %.90s%.45s%.50s", h->r.method, prof_note,
+    snprintf(out->method, sizeof out->method, "compile=%.70s%s; %.190s; %.90s%.45s%.50s",
+             a->compile_isolation, strstr(a->compile_isolation, "NO-") ? " DEGRADED" : "",
+             h->r.method, prof_note,
              a->tk.fake ? "; FAKE TOOLKIT: CPU emulation, not NPU speed" : "",
              a->aclnn_off ? "; aclnn baseline off: headers differ from the docs" : "");
 out:

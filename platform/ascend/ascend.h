@@ -71,7 +71,8 @@ struct ascend {
     int device;                   /* aclrtSetDevice id */
     int aclnn_off;                /* the host program did not build against this
                                      toolkit's aclnn headers: no vendor baseline */
-    char aclnn_diag[256];         /* the first compiler lines of that failure */
+    char aclnn_diag[256];         /* that failure, in kope's words */
+    char compile_isolation[160];  /* what isolated the last build step (proc_result.isolation) */
     int block_dim;                /* blocks launched per call */
     char work[200];
     int own_work;
