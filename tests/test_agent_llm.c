@@ -202,6 +202,10 @@ static void test_llm_loop(void **state)
     assert_non_null(strstr(srv.req[1].body, "compile_error"));
     assert_non_null(strstr(srv.req[1].body, "no_such_variable"));
     assert_non_null(strstr(srv.req[2].body, "wrong_result"));
+    /* ... with the kernel that failed and what the judge's cases hold */
+    assert_true(strstr(srv.req[2].body, "The kernel that failed:") || strstr(srv.req[2].body, "Its diff against"));
+    assert_non_null(strstr(srv.req[2].body, "out[i] = x[i] - y[i];"));
+    assert_non_null(strstr(srv.req[2].body, "The judge's cases, in order: the task shape, then n=1"));
     assert_string_equal(ts_header(&srv.req[0], "Authorization"), "Bearer sk-test");
     struct llm_count c;
     count_llm(db, &c);

@@ -224,14 +224,28 @@ static int evaluate(struct run *r, const struct plat_task *t, const struct propo
         return rc;
     if (!vd->v.pass) {
         vd->status = plat_fail_name(vd->v.reason);
-        const char *lab = "";
+        const struct plat_case *bad = NULL;
         for (int i = 0; i < vd->v.n_cases; i++)
             if (!vd->v.cases[i].pass) {
-                lab = vd->v.cases[i].label;
+                bad = &vd->v.cases[i];
                 break;
             }
-        snprintf(vd->reason, sizeof vd->reason, "%s%s%s (max_abs %.3g, max_rel %.3g)", vd->v.detail,
-                 lab[0] ? " at case " : "", lab, vd->v.max_abs, vd->v.max_rel);
+        /* TODO(issue 22): the failing values (the input, the expected and
+         * the got value at first_bad) are not in the judge's report yet:
+         * harness.c's report_case line and struct plat_case need fields
+         * x_at_first_bad, ref_at_first_bad, got_at_first_bad (per input
+         * operand for two-input ops) before the feedback can show them. */
+        char where[200] = "", dims[128] = "";
+        if (bad) { /* the case and its shape: the label alone may not say it */
+            const unsigned long long d[] = {bad->n, bad->rows, bad->cols, bad->m, bad->k, bad->batch};
+            static const char *const dn[] = {"n", "rows", "cols", "m", "k", "batch"};
+            for (size_t i = 0, o = 0; i < 6 && o < sizeof dims; i++)
+                if (d[i])
+                    o += (size_t)snprintf(dims + o, sizeof dims - o, "%s%s=%llu", o ? " " : "", dn[i], d[i]);
+            snprintf(where, sizeof where, " at case %s (%s)", bad->label, dims);
+        }
+        snprintf(vd->reason, sizeof vd->reason, "%s%s (max_abs %.3g, max_rel %.3g)", vd->v.detail, where,
+                 vd->v.max_abs, vd->v.max_rel);
         return 0;
     }
     vd->stage = "measure";
