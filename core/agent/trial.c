@@ -541,6 +541,35 @@ int trial_known(const struct run *r, const struct history *h, const char *src, s
     return -1;
 }
 
+/* Failures the same source and toolchain give again: judged by the source
+ * alone, or by a judge whose inputs repeat. Not a timeout, a crash or a
+ * memory limit, which a loaded machine may cause. */
+static int failure_repeats(const char *status)
+{
+    static const char *const det[] = {"screen_rejected", "compile_error", "wrong_result", "nan_inf",
+                                      "unwritten_output", "out_of_bounds_write", "input_modified", NULL};
+    for (const char *const *p = det; *p; p++)
+        if (strcmp(status, *p) == 0)
+            return 1;
+    return 0;
+}
+
+int trial_failed_before(const struct run *r, const struct history *h, const char *src, size_t len)
+{
+    char ref[GRAPH_BLOB_REF];
+    if (!src || graph_blob_ref(src, len, ref) || (r->o && (r->o->remeasure || r->o->no_memory)))
+        return -1;
+    for (size_t i = 0; i < h->tree.n; i++) {
+        const struct graph_node *n = &h->tree.nodes[i];
+        const cJSON *s = history_body(&n->dec, "source"), *tc = history_body(&n->dec, "toolchain");
+        const cJSON *st = history_body(&n->out, "status");
+        if (n->has_outcome && cJSON_IsString(s) && strcmp(s->valuestring, ref) == 0 && cJSON_IsString(tc) &&
+            strcmp(tc->valuestring, r->toolchain) == 0 && cJSON_IsString(st) && failure_repeats(st->valuestring))
+            return (int)i;
+    }
+    return -1;
+}
+
 /* ------------------------------------------------------------- one trial */
 
 int trial_run(struct run *r, const uint8_t task[32], const struct plat_task *t, int trial,
