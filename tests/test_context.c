@@ -739,6 +739,16 @@ static void test_active_configuration(void **s)
     expect_active("x\n#endif\n", "x\n#endif\n", 0);
     expect_active("#if 1/0\nx\n#endif\n", "#if 1/0\nx\n#endif\n", 0);
     expect_active("", "", 0);
+    /* hostile depth: undecidable past the nesting cap, kept, no deep recursion */
+    char deep[600];
+    int o = snprintf(deep, sizeof deep, "#define A 1\n#if ");
+    for (int i = 0; i < 100; i++)
+        deep[o++] = '(';
+    deep[o++] = 'A';
+    for (int i = 0; i < 100; i++)
+        deep[o++] = ')';
+    snprintf(deep + o, sizeof deep - o, "\nx\n#endif\n");
+    expect_active(deep, deep, 0);
 
     /* a relu task's best, a template instance: the prompt shows its relu,
      * not the exp, tanh and erf branches of the activation template */

@@ -23,6 +23,7 @@
 #define PP_DEPTH_MAX 64   /* nested groups */
 #define PP_EXPAND_MAX 16  /* macro expansion depth in a condition */
 #define PP_LINE_MAX 4096  /* a directive's logical line */
+#define PP_NEST_MAX 64    /* parentheses and unary operators in one condition */
 
 struct macro {
     char name[PP_NAME_MAX];
@@ -80,10 +81,13 @@ struct eval {
     const char *p, *end;
     struct macros *mt;
     int depth;
-    int bad; /* a construct it does not know: the whole condition is unknown */
+    int nest; /* parentheses and unary operators open: capped, so hostile text cannot recurse deep */
+    int bad;  /* a construct it does not know: the whole condition is unknown */
 };
 
 static struct val ev_cond(struct eval *e);
+static struct val ev_unary(struct eval *e);
+static struct val ev_unary_op(struct eval *e);
 
 static void skip_ws(struct eval *e)
 {
@@ -121,7 +125,7 @@ static struct val ev_macro(struct eval *e, const struct macro *m)
 {
     if (m->opaque || m->maybe || e->depth >= PP_EXPAND_MAX)
         return unknown();
-    struct eval sub = {m->value, m->value + strlen(m->value), e->mt, e->depth + 1, 0};
+    struct eval sub = {m->value, m->value + strlen(m->value), e->mt, e->depth + 1, e->nest, 0};
     struct val v = ev_cond(&sub);
     skip_ws(&sub);
     if (sub.bad || sub.p != sub.end)
@@ -200,6 +204,17 @@ static struct val ev_primary(struct eval *e)
 }
 
 static struct val ev_unary(struct eval *e)
+{
+    if (++e->nest > PP_NEST_MAX || e->bad) {
+        e->bad = 1;
+        return unknown();
+    }
+    struct val v = ev_unary_op(e);
+    e->nest--;
+    return v;
+}
+
+static struct val ev_unary_op(struct eval *e)
 {
     if (accept(e, "!")) {
         struct val v = ev_unary(e);
@@ -318,7 +333,7 @@ static struct val ev_cond(struct eval *e)
 /* Evaluate a condition's text: 1 true, 0 false, -1 unknown. */
 static int condition(struct macros *mt, const char *s, size_t n)
 {
-    struct eval e = {s, s + n, mt, 0, 0};
+    struct eval e = {s, s + n, mt, 0, 0, 0};
     struct val v = ev_cond(&e);
     skip_ws(&e);
     if (e.bad || e.p != e.end || !v.known)
@@ -441,7 +456,7 @@ struct group {
 
 /* ------------------------------------------------ unused static functions */
 
-#define PP_FUNCS_MAX 128
+#define PP_FUNCS_MAX 48 /* a template has a handful; the scan is O(text x functions^2) */
 
 /* A top-level "static ... name(...) { ... }" of plain (not directive) lines:
  * [start, end) covers it and the comments and blank lines right above it. */
@@ -581,25 +596,15 @@ static int find_funcs(const char *s, size_t n, struct func *f, int cap)
  * strings excepted? Directive lines count: a macro may call it. */
 static int referenced(const char *s, size_t n, const char *name, size_t nl, const struct func *f, int nf)
 {
+    int k = 0; /* the functions are in text order and do not overlap */
     for (size_t i = 0; i < n;) {
-        int inside = 0;
-        for (int k = 0; k < nf; k++)
-            if (!f[k].gone && i >= f[k].start && i < f[k].end && name == s + f[k].name) {
-                i = f[k].end; /* its own definition (and recursion) does not count */
-                inside = 1;
-                break;
-            }
-        if (inside)
+        while (k < nf && f[k].end <= i)
+            k++;
+        /* its own definition (and recursion) and removed functions' calls do not count */
+        if (k < nf && i >= f[k].start && (f[k].gone || name == s + f[k].name)) {
+            i = f[k].end;
             continue;
-        int gone = 0;
-        for (int k = 0; k < nf; k++)
-            if (f[k].gone && i >= f[k].start && i < f[k].end) {
-                i = f[k].end; /* a removed function's calls do not count */
-                gone = 1;
-                break;
-            }
-        if (gone)
-            continue;
+        }
         size_t j = skip_lit(s, n, i);
         if (j != i) {
             i = j;
