@@ -290,8 +290,8 @@ static char *best_text(const struct ctx_request *rq, size_t max_src_bytes)
     buf_init(&b, PLAT_SRC_MAX + 4096);
     buf_printf(&b, "## Current best kernel (%s)\n", rq->best_summary ? rq->best_summary : "passing");
     if (removed)
-        buf_printf(&b, "Its active configuration: %zu lines of #if branches its own #defines switch off are "
-                       "not shown.\n", removed);
+        buf_printf(&b, "Its active configuration: %zu lines not shown (the #if branches its own #defines "
+                       "switch off, and the helpers nothing then calls).\n", removed);
     buf_printf(&b, "```%s\n", platform_prompt(rq->target)->lang);
     char *src = cut_text(active, max_src_bytes);
     free(active);
