@@ -94,8 +94,11 @@ int buf_printf(struct buf *b, const char *fmt, ...)
 
 char *buf_detach(struct buf *b, size_t *len)
 {
-    if (!b->p && grow(b, 0))
-        return NULL;
+    if (!b->p) { /* nothing was added: an empty string, terminated */
+        if (grow(b, 0))
+            return NULL;
+        b->p[0] = '\0';
+    }
     char *p = b->p;
     if (len)
         *len = b->len;

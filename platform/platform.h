@@ -537,6 +537,11 @@ struct plat_prompt {
      * machine (NULL: describe both emulated and native). Into buf (cap
      * bytes, NUL-terminated). NULL = the target has no such text. */
     void (*judging)(const struct plat_probe *pr, char *buf, size_t cap);
+    /* What the verify cases of task t are and what its special cases put in
+     * the inputs, one paragraph from the judge's own case list (k3:
+     * embed/verdict.h, the list the harness runs), for the feedback of a
+     * failed verification. Into buf (cap bytes, NUL-terminated). NULL = none. */
+    void (*cases)(const struct plat_task *t, char *buf, size_t cap);
 };
 
 /* ------------------------------------------------------------------------

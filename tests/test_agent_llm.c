@@ -202,6 +202,10 @@ static void test_llm_loop(void **state)
     assert_non_null(strstr(srv.req[1].body, "compile_error"));
     assert_non_null(strstr(srv.req[1].body, "no_such_variable"));
     assert_non_null(strstr(srv.req[2].body, "wrong_result"));
+    /* ... with the kernel that failed and what the judge's cases hold */
+    assert_true(strstr(srv.req[2].body, "The kernel that failed:") || strstr(srv.req[2].body, "Its diff against"));
+    assert_non_null(strstr(srv.req[2].body, "out[i] = x[i] - y[i];"));
+    assert_non_null(strstr(srv.req[2].body, "The judge's cases, in order: the task shape, then n=1"));
     assert_string_equal(ts_header(&srv.req[0], "Authorization"), "Bearer sk-test");
     struct llm_count c;
     count_llm(db, &c);
@@ -760,21 +764,26 @@ static void test_reply_blocks(void **state)
         n += sprintf(c1 + n, "    printf(\"%%g %%g\\n\", o[0], o[1]); /* check */\n");
     sprintf(c1 + n, "    return 0;\n}\n```\n");
     sprintf(c2, "TAGS: twice\n```c\n%s\n```\nOr:\n```c\n%s\n```\n", WRONG, good);
-    char *b1 = chat_raw(c1, "stop", NULL), *b2 = chat_raw(c2, "stop", NULL), *b3 = chat_body("sub", WRONG);
+    char *b1 = chat_raw(c1, "stop", NULL), *b2 = chat_raw(c2, "stop", NULL), *b3 = chat_body("sub", WRONG),
+         *b4 = chat_body("sub-again", WRONG);
     const struct ts_reply script[] = {{.status = 200, .body = b1}, {.status = 200, .body = b2},
-                                      {.status = 200, .body = b3}};
+                                      {.status = 200, .body = b3}, {.status = 200, .body = b4}};
     struct ts_server srv;
-    serve_llm(&srv, script, 3);
+    serve_llm(&srv, script, 4);
     const char *db = tpath("blocks.db"), *suite = write_suite();
     test_store_init(db);
-    int rc = run_cmd(out, sizeof out, "%s --db %s run --suite %s --budget 4", kope_bin(), db, suite);
+    int rc = run_cmd(out, sizeof out, "%s --db %s run --suite %s --budget 5", kope_bin(), db, suite);
     if (rc != 0)
         print_error("%s\n", out);
     assert_int_equal(rc, 0);
-    assert_int_equal(srv.n_req, 3);
+    assert_int_equal(srv.n_req, 4);
+    /* the same failed kernel again is said, not judged again as if new */
+    assert_non_null(strstr(out, "llm call 4 applied to add-a: duplicate: the same kernel as decision "));
+    assert_non_null(strstr(out, "which failed (wrong_result: "));
     struct llm_count c;
     count_llm(db, &c);
-    assert_int_equal(c.llm, 3);
+    assert_int_equal(c.llm, 4);
+    assert_int_equal(c.wrong, 1);
     assert_int_equal(c.pass, 2); /* the tuner's default and the kernel beside its test */
     assert_int_equal(c.compile_error, 0);
     if (!strstr(srv.req[1].body, "took code block 1 of 2 (```c, "))
@@ -796,6 +805,7 @@ static void test_reply_blocks(void **state)
     free(b1);
     free(b2);
     free(b3);
+    free(b4);
     free(c1);
     free(c2);
     free(good);

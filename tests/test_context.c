@@ -21,7 +21,9 @@
 #include "core/context/tokens.h"
 #include "core/util.h"
 #include "context_fixture.h"
+#include "core/context/ppactive.h"
 #include "platform/embed.h"
+#include "platform/k3/k3_templates.h"
 #include "platform/k3/qemu/vcost_model.h"
 
 static uint8_t T_SILU_K3[32], T_SILU_K3_BIG[32], T_SILU_ASC[32], T_SIG_K3[32], T_GEMM_K3[32],
@@ -697,6 +699,156 @@ static void test_metric_is_the_model(void **s)
     free(kt);
 }
 
+/* pp_active (core/context/ppactive.h): what it decides, what it leaves. */
+static void expect_active(const char *in, const char *want, size_t want_removed)
+{
+    size_t removed = 99;
+    char *got = pp_active(in, strlen(in), &removed);
+    assert_non_null(got);
+    if (strcmp(got, want) != 0)
+        fail_msg("pp_active of\n%s\ngave\n%s\nnot\n%s", in, got, want);
+    assert_int_equal(removed, want_removed);
+    free(got);
+}
+
+static void test_active_configuration(void **s)
+{
+    (void)s;
+    /* decided from the source's own macros; comments and defines stay */
+    expect_active("#define A 2 /* two */\n#if A == 1\none\n#elif A == 2 && defined(A)\ntwo\n#else\nthree\n#endif\n"
+                  "#ifndef A\n#define A 9\n#endif\n#if (A << 1) > 3 ? A % 2 == 0 : 0\nyes\n#endif\n",
+                  "#define A 2 /* two */\ntwo\nyes\n", 11);
+    /* a name the source never defines may be predefined: kept as written */
+    expect_active("#ifdef __riscv_v\nkeep\n#else\nkeep2\n#endif\n", "#ifdef __riscv_v\nkeep\n#else\nkeep2\n#endif\n",
+                  0);
+    /* an undecidable #elif after a false #if becomes the group's #if */
+    expect_active("#define A 0\n#if A\nx\n#elif FOO\ny\n#else\nz\n#endif\n", "#define A 0\n#if FOO\ny\n#else\nz\n#endif\n",
+                  3);
+    /* ... and a taken branch decides the rest, however undecidable */
+    expect_active("#define A 1\n#if A\nx\n#elif FOO(\ny\n#endif\n", "#define A 1\nx\n", 4);
+    /* function-like macros are no conditions; short-circuit decides some */
+    expect_active("#define F(x) x\n#if F(1)\na\n#endif\n", "#define F(x) x\n#if F(1)\na\n#endif\n", 0);
+    expect_active("#define Z 0\n#if Z && FOO\na\n#endif\n#if !Z || FOO\nb\n#endif\n", "#define Z 0\nb\n", 5);
+    /* a macro defined inside a kept group is undecidable afterwards */
+    expect_active("#ifdef X\n#define B 1\n#endif\n#if B\nq\n#endif\n", "#ifdef X\n#define B 1\n#endif\n#if B\nq\n#endif\n",
+                  0);
+    /* inactive groups nest; continuation lines join a directive */
+    expect_active("#define A 1\n#if A == \\\n 2\n#if 1\nin\n#endif\n#else\nout\n#endif\n", "#define A 1\nout\n", 7);
+    /* unbalanced: the source unchanged */
+    expect_active("#define A 1\n#if A\nx\n", "#define A 1\n#if A\nx\n", 0);
+    expect_active("x\n#endif\n", "x\n#endif\n", 0);
+    expect_active("#if 1/0\nx\n#endif\n", "#if 1/0\nx\n#endif\n", 0);
+    expect_active("", "", 0);
+    /* hostile depth: undecidable past the nesting cap, kept, no deep recursion */
+    char deep[600];
+    int o = snprintf(deep, sizeof deep, "#define A 1\n#if ");
+    for (int i = 0; i < 100; i++)
+        deep[o++] = '(';
+    deep[o++] = 'A';
+    for (int i = 0; i < 100; i++)
+        deep[o++] = ')';
+    snprintf(deep + o, sizeof deep - o, "\nx\n#endif\n");
+    expect_active(deep, deep, 0);
+
+    /* a relu task's best, a template instance: the prompt shows its relu,
+     * not the exp, tanh and erf branches of the activation template */
+    const struct k3_template *tp = k3_template_for(PLAT_OP_RELU);
+    int v[K3_PARAM_MAX];
+    plat_point_default(&tp->sp, v);
+    size_t len;
+    char *relu = k3_point_source(tp, v, &len);
+    assert_non_null(relu);
+    assert_non_null(strstr(relu, "#elif OP == OP_TANH"));
+    struct fx f;
+    build_graph(&f, "active");
+    struct plat_task t = silu_task(4864);
+    t.op = PLAT_OP_RELU;
+    snprintf(t.name, sizeof t.name, "relu-4864");
+    struct ctx_request rq;
+    request(&rq, &t);
+    rq.best_source = relu;
+    struct ctx_prompt p;
+    ctx_prompt_init(&p);
+    assert_int_equal(context_build(&f.g, &rq, &p), 0);
+    const char *best = strstr(p.user, "## Current best kernel");
+    assert_non_null(best);
+    assert_non_null(strstr(best, "Its active configuration: "));
+    if (!strstr(best, "F(vfmax_vf)(x, 0.0f, vl)"))
+        fail_msg("%s", best);
+    assert_null(strstr(p.user, "#elif OP == OP_TANH"));
+    assert_null(strstr(p.user, "TANH_METHOD =="));
+    const struct ctx_item *it = find_item(&p, "hot:best");
+    assert_non_null(it);
+    print_message("relu best: %zu tokens as instance, hot:best %zu tokens\n", tokens_estimate_str(relu),
+                  it->n_tokens);
+    assert_true(it->n_tokens < tokens_estimate_str(relu) * 3 / 4);
+    ctx_prompt_free(&p);
+    fx_close(&f);
+    free(relu);
+}
+
+/* After a failed verification the latest feedback shows what failed (its
+ * diff against the best when that is shorter, else the kernel) and what the
+ * judge's cases hold (k3: from verdict.h, the list the harness runs). */
+static void test_failure_feedback(void **s)
+{
+    (void)s;
+    struct fx f;
+    build_graph(&f, "failfb");
+    struct plat_task t = silu_task(4864);
+    t.op = PLAT_OP_RELU;
+    snprintf(t.name, sizeof t.name, "relu-4864");
+    char best[4096] = "", failed[4096];
+    for (int i = 0; i < 40; i++)
+        snprintf(best + strlen(best), sizeof best - strlen(best), "line %d of the best\n", i);
+    snprintf(failed, sizeof failed, "%s", best);
+    char *l20 = strstr(failed, "line 20 of the best\n");
+    memcpy(l20, "LINE 20 CHANGED!!!!\n", 20);
+    struct ctx_feedback fb = {.stage = "verify", .status = "wrong_result", .text = "case n=9: wrong_result",
+                              .source = failed};
+    struct ctx_request rq;
+    request(&rq, &t);
+    rq.best_source = best;
+    rq.feedback = &fb;
+    rq.n_feedback = 1;
+    struct ctx_prompt p;
+    ctx_prompt_init(&p);
+    assert_int_equal(context_build(&f.g, &rq, &p), 0);
+    const char *fbk = strstr(p.user, "### Attempt 1 of 1 (latest)");
+    assert_non_null(fbk);
+    if (!strstr(fbk, "Its diff against the current best (39 lines in common not shown):\n```diff\n@@ -21,1 +21,1 @@\n"
+                     "-line 20 of the best\n+LINE 20 CHANGED!!!!\n```"))
+        fail_msg("no one-hunk diff in\n%s", fbk);
+    /* the judge's cases for a relu task: its labels and special values */
+    assert_non_null(strstr(fbk, "The judge's cases, in order: the task shape, then n=1, n=2,"));
+    assert_non_null(strstr(fbk, "The special cases put, in every 7th input element, in turn: 0, -0, 1e-40,"));
+    assert_non_null(strstr(fbk, ", inf, -inf,"));
+    ctx_prompt_free(&p);
+    /* no best: the failed kernel itself; a compile error gets no case list */
+    fb.stage = "compile";
+    fb.status = "compile_error";
+    rq.best_source = NULL;
+    ctx_prompt_init(&p);
+    assert_int_equal(context_build(&f.g, &rq, &p), 0);
+    fbk = strstr(p.user, "### Attempt 1 of 1 (latest)");
+    assert_non_null(fbk);
+    assert_non_null(strstr(fbk, "The kernel that failed:\n```c\nline 0 of the best\n"));
+    assert_non_null(strstr(fbk, "LINE 20 CHANGED"));
+    assert_null(strstr(fbk, "The judge's cases"));
+    ctx_prompt_free(&p);
+    /* a tight budget cuts the failed code first, and says so */
+    fb.stage = "verify";
+    fb.status = "wrong_result";
+    rq.best_source = best;
+    rq.budget_tokens = CTX_BUDGET_MIN;
+    ctx_prompt_init(&p);
+    if (context_build(&f.g, &rq, &p) != 0)
+        fail_msg("%s", p.err);
+    assert_true(p.n_tokens_raw <= CTX_BUDGET_MIN);
+    ctx_prompt_free(&p);
+    fx_close(&f);
+}
+
 /* Bodies written by other kope versions or peers may lack members or hold
  * the wrong types: retrieval skips what it cannot use and the budget holds. */
 static void test_odd_bodies(void **s)
@@ -840,6 +992,24 @@ static void test_cli_context(void **s)
     assert_int_equal(run_cmd(out, sizeof out, "%s --db %s context", kope_bin(), db), 2);
     assert_int_equal(run_cmd(out, sizeof out, "%s context --help", kope_bin()), 0);
     assert_non_null(strstr(out, "--context MODE"));
+    /* a relu task whose best is the tuner's template instance: `kope context`
+     * shows its relu, not the activation template's exp/tanh/erf code */
+    int rc = run_cmd(out, sizeof out, "%s --db %s run --task relu-8192 --budget 1 --offline", kope_bin(), db);
+    if (rc != 0)
+        print_error("%s\n", out);
+    assert_int_equal(rc, 0);
+    assert_int_equal(run_cmd(out, sizeof out, "%s --db %s context relu-8192", kope_bin(), db), 0);
+    const char *best = strstr(out, "## Current best kernel (pass");
+    if (!best)
+        fail_msg("no best in\n%s", out);
+    assert_non_null(strstr(best, "Its active configuration: "));
+    assert_non_null(strstr(best, "F(vfmax_vf)(x, 0.0f, vl)"));
+    assert_null(strstr(out, "OP == OP_TANH"));
+    assert_null(strstr(out, "v_tanh("));
+    assert_null(strstr(out, "v_erf_pos("));
+    assert_null(strstr(out, "EXP_POLY =="));
+    /* the metric that ranks it, in the system message */
+    assert_non_null(strstr(out, "by the vector-cost model (vcost)"));
 }
 
 int main(void)
@@ -860,6 +1030,8 @@ int main(void)
         cmocka_unit_test(test_ascend_prompt),
         cmocka_unit_test(test_cli_context),
         cmocka_unit_test(test_metric_is_the_model),
+        cmocka_unit_test(test_active_configuration),
+        cmocka_unit_test(test_failure_feedback),
     };
     return cmocka_run_group_tests_name("context", tests, NULL, NULL);
 }

@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "core/context/ppactive.h"
 #include "platform/embed.h"
 #include "platform/platform.h"
 #include "platform/k3/k3.h"
@@ -285,6 +286,88 @@ static void test_every_instance_verifies_under_qemu(void **state)
     assert_int_equal(rc, 0);
 }
 
+/* ------------------------------------------ the prompt's active configuration --- */
+
+/* What the prompt shows of a template instance (core/context/ppactive.h) is
+ * the same kernel: for every op's default point the shown text compiles to
+ * the same assembly as the instance, while the switched-off branches are
+ * gone; every valid instance's shown text still passes the source screen. */
+static void test_active_configuration_is_the_same_kernel(void **state)
+{
+    (void)state;
+    char root[1024], dir[1200], path[1400], cmd[4096];
+    /* every valid instance: decidable, smaller, screened like a candidate */
+    size_t n_inst = 0, n_shrunk = 0;
+    for (int op = 0; op < PLAT_OP_COUNT; op++) {
+        const struct k3_template *t = k3_template_for((enum plat_op)op);
+        size_t size = plat_space_size(&t->sp);
+        for (size_t idx = 0; idx < size; idx++) {
+            int v[K3_PARAM_MAX];
+            if (plat_space_point(&t->sp, idx, v) != 1)
+                continue;
+            size_t len, removed;
+            char *src = k3_point_source(t, v, &len);
+            assert_non_null(src);
+            char *act = pp_active(src, len, &removed);
+            assert_non_null(act);
+            enum plat_screen_rule rule;
+            char detail[PLAT_DETAIL_MAX];
+            if (k3_screen_source(act, strlen(act), &rule, detail, sizeof detail))
+                fail_msg("active configuration of instance %zu rejected by the screen: %s", n_inst, detail);
+            /* every condition of a template is its own macros': all decided */
+            for (const char *p = act; (p = strchr(p, '#')); p++)
+                if (strncmp(p, "#if", 3) == 0 || strncmp(p, "#elif", 5) == 0 || strncmp(p, "#else", 5) == 0)
+                    fail_msg("instance %zu keeps a conditional: %.60s", n_inst, p);
+            n_shrunk += removed > 0 && strlen(act) < len;
+            n_inst++;
+            free(act);
+            free(src);
+        }
+    }
+    assert_int_equal(n_shrunk, n_inst);
+    if (!have("clang-19")) {
+        print_message("skip the compile check: clang-19 not installed\n");
+        skip();
+    }
+    assert_int_equal(src_root(root, sizeof root), 0);
+    const char *tmp = getenv("KOPE_TEST_TMP");
+    snprintf(dir, sizeof dir, "%s/active", tmp && *tmp ? tmp : ".");
+    snprintf(path, sizeof path, "%s/a.mk", dir);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+    FILE *mk = fopen(path, "w");
+    assert_non_null(mk);
+    fprintf(mk, "CC = " RV_CC "\nKFLAGS = -O3 -I%s/platform\nall:", root);
+    for (int op = 0; op < PLAT_OP_COUNT; op++)
+        fprintf(mk, " same%d", op);
+    fprintf(mk, "\n");
+    for (int op = 0; op < PLAT_OP_COUNT; op++) {
+        const struct k3_template *t = k3_template_for((enum plat_op)op);
+        int v[K3_PARAM_MAX];
+        plat_point_default(&t->sp, v);
+        size_t len, removed;
+        char *src = k3_point_source(t, v, &len);
+        assert_non_null(src);
+        char *act = pp_active(src, len, &removed);
+        assert_non_null(act);
+        /* the same file name in two directories: the assembly names it */
+        snprintf(cmd, sizeof cmd, "mkdir -p '%s/i%d' '%s/a%d'", dir, op, dir, op);
+        assert_int_equal(system(cmd), 0);
+        snprintf(path, sizeof path, "%s/i%d/k.c", dir, op);
+        assert_int_equal(write_file(path, src, len), 0);
+        snprintf(path, sizeof path, "%s/a%d/k.c", dir, op);
+        assert_int_equal(write_file(path, act, strlen(act)), 0);
+        fprintf(mk, "same%d:\n\tcd i%d && $(CC) $(KFLAGS) -S k.c -o k.s\n\tcd a%d && $(CC) $(KFLAGS) -S k.c -o k.s\n"
+                    "\tcmp i%d/k.s a%d/k.s\n", op, op, op, op, op);
+        free(act);
+        free(src);
+    }
+    assert_int_equal(fclose(mk), 0);
+    snprintf(cmd, sizeof cmd, "cd '%s' && make -s -j2 -f a.mk > build.log 2>&1 || "
+                              "{ head -c 4000 build.log; exit 1; }", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -292,6 +375,7 @@ int main(void)
         cmocka_unit_test(test_points_print_and_parse),
         cmocka_unit_test(test_templates_stay_inside_the_screen),
         cmocka_unit_test(test_every_instance_verifies_under_qemu),
+        cmocka_unit_test(test_active_configuration_is_the_same_kernel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -99,7 +99,7 @@ int prompt_make(struct run *r, const struct plat_task *t, const uint8_t *task, c
     struct ctx_request rq;
     struct ctx_prompt p;
     struct ctx_feedback fb[PROMPT_FEEDBACK_MAX];
-    char *fb_text[PROMPT_FEEDBACK_MAX] = {0};
+    char *fb_text[PROMPT_FEEDBACK_MAX] = {0}, *failed_src = NULL;
     char *best_src = NULL, summary[160] = "";
     size_t nfb = 0;
     ctx_request_init(&rq);
@@ -162,6 +162,12 @@ int prompt_make(struct run *r, const struct plat_task *t, const uint8_t *task, c
         f->baseline = cJSON_IsString(bl) ? bl->valuestring : NULL;
         f->emulated = cJSON_IsTrue(em);
         f->peer = peer_of(history_body(&n->out, "ratios"), &f->peer_ratio);
+        /* the latest attempt's kernel when it was judged and failed: the
+         * prompt shows what failed (its diff against the best) */
+        const cJSON *src = history_body(&n->dec, "source");
+        if (i + 1 == h->n && cJSON_IsString(src) && f->status && strcmp(f->status, "pass") != 0 &&
+            strcmp(f->status, "duplicate") != 0 && graph_blob_get(r->g, src->valuestring, &failed_src, &len) == 0)
+            f->source = failed_src;
         nfb++;
     }
     rq.feedback = fb;
@@ -192,6 +198,7 @@ int prompt_make(struct run *r, const struct plat_task *t, const uint8_t *task, c
 out:
     for (size_t i = 0; i < nfb; i++)
         free(fb_text[i]);
+    free(failed_src);
     free(best_src);
     ctx_prompt_free(&p);
     return rc;

@@ -225,7 +225,7 @@ int queue_apply(struct run *r, const struct store_queue_row *row, const struct p
     struct reply rep;
     struct task_suite one = {0};
     struct history h;
-    char dup[160], cut[400];
+    char dup[400], cut[400];
     int adopted = 0;
     struct verdict *vd = calloc(1, sizeof *vd);
     memset(&h, 0, sizeof h);
@@ -276,9 +276,19 @@ int queue_apply(struct run *r, const struct store_queue_row *row, const struct p
     /* a kernel the graph already holds verified with this toolchain is not
      * measured again: the trial says so (and the model reads it next time) */
     int known = trial_known(r, &h, pr.src, pr.len);
+    int failed = known < 0 ? trial_failed_before(r, &h, pr.src, pr.len) : -1;
     if (known >= 0) {
         snprintf(dup, sizeof dup, "the same kernel as decision %.12s, already verified with this toolchain: "
                  "not measured again", h.tree.nodes[known].dec.id_hex);
+        pr.status = "duplicate";
+        pr.no_code = dup;
+    } else if (failed >= 0) {
+        /* the same source failed before: said, with what it was, not judged again */
+        const cJSON *st = history_body(&h.tree.nodes[failed].out, "status");
+        const cJSON *why = history_body(&h.tree.nodes[failed].out, "reason");
+        snprintf(dup, sizeof dup, "the same kernel as decision %.12s, which failed (%s: %.120s): not judged "
+                 "again; change the code", h.tree.nodes[failed].dec.id_hex, st->valuestring,
+                 cJSON_IsString(why) ? why->valuestring : "");
         pr.status = "duplicate";
         pr.no_code = dup;
     }

@@ -165,6 +165,13 @@ int history_measured(const struct run *r, const struct history *h, size_t i);
  * run's toolchain (history_measured), or -1. */
 int trial_known(const struct run *r, const struct history *h, const char *src, size_t len);
 
+/* The node of h holding a FAILED outcome of exactly this source built by this
+ * run's toolchain, of a kind that repeats (compile, screen, verification; not
+ * timeout or crash), or -1: an LLM that sends a failed kernel again is told so
+ * instead of having it judged (and charged) again as if it were new. Always
+ * -1 with agent_opts.remeasure or no_memory, as for history_measured. */
+int trial_failed_before(const struct run *r, const struct history *h, const char *src, size_t len);
+
 /* Evaluate pr on t and record it as trial number `trial` of task: screen,
  * compile, verify, measure, then blobs, decision, outcome, cursor and the
  * queue row (pr->qid) in one transaction. bc: per-task baseline cache or

@@ -28,6 +28,7 @@
 
 #include "core/buf.h"
 #include "core/err.h"
+#include "core/context/ppactive.h"
 #include "core/secret.h"
 #include "core/context/reply.h"
 #include "core/context/retrieve.h"
@@ -46,6 +47,10 @@
 #define FEEDBACK_KEEP_MIN 600 /* bytes of the newest feedback kept before the source is cut */
 #define PROMPT_MAX (4u * 1024 * 1024) /* an active prompt's bytes, a safety cap */
 #define CTX_JUDGING_MAX 4096 /* the target's "how candidates are judged" text */
+#define CTX_CASES_MAX 2048   /* the target's "what the judge's cases hold" text */
+#ifndef CTX_FEEDBACK_CODE_MAX
+#define CTX_FEEDBACK_CODE_MAX 4000 /* a failed attempt's diff or source in its feedback */
+#endif
 #define KNOWLEDGE_SECTION_MAX 64
 #ifndef CTX_KNOWLEDGE_FILES_MAX
 #define CTX_KNOWLEDGE_FILES_MAX 16 /* knowledge files one prompt draws from */
@@ -278,10 +283,19 @@ static char *cut_text(const char *s, size_t max_bytes)
 static char *best_text(const struct ctx_request *rq, size_t max_src_bytes)
 {
     struct buf b;
+    size_t removed;
+    /* the code that runs: a template instance's inactive branches removed */
+    char *active = pp_active(rq->best_source, strlen(rq->best_source), &removed);
+    if (!active)
+        return NULL;
     buf_init(&b, PLAT_SRC_MAX + 4096);
-    buf_printf(&b, "## Current best kernel (%s)\n```%s\n", rq->best_summary ? rq->best_summary : "passing",
-               platform_prompt(rq->target)->lang);
-    char *src = cut_text(rq->best_source, max_src_bytes);
+    buf_printf(&b, "## Current best kernel (%s)\n", rq->best_summary ? rq->best_summary : "passing");
+    if (removed)
+        buf_printf(&b, "Its active configuration: %zu lines not shown (the #if branches its own #defines "
+                       "switch off, and the helpers nothing then calls).\n", removed);
+    buf_printf(&b, "```%s\n", platform_prompt(rq->target)->lang);
+    char *src = cut_text(active, max_src_bytes);
+    free(active);
     if (!src) {
         buf_free(&b);
         return NULL;
@@ -292,11 +306,106 @@ static char *best_text(const struct ctx_request *rq, size_t max_src_bytes)
     return detach(&b);
 }
 
+/* Lines of s: starts[i], lens[i] (without '\n'); n lines. */
+struct lines {
+    const char **p;
+    size_t *len;
+    size_t n;
+};
+
+static int lines_of(const char *s, struct lines *l)
+{
+    size_t cap = 1;
+    for (const char *q = s; *q; q++)
+        cap += *q == '\n';
+    l->p = calloc(cap, sizeof *l->p);
+    l->len = calloc(cap, sizeof *l->len);
+    l->n = 0;
+    if (!l->p || !l->len)
+        return KOPE_ERR_NOMEM;
+    while (*s) {
+        const char *e = strchr(s, '\n');
+        size_t n = e ? (size_t)(e - s) : strlen(s);
+        l->p[l->n] = s;
+        l->len[l->n++] = n;
+        s += n + (e ? 1 : 0);
+    }
+    return 0;
+}
+
+static void lines_free(struct lines *l)
+{
+    free(l->p);
+    free(l->len);
+}
+
+static int line_eq(const struct lines *a, size_t i, const struct lines *b, size_t j)
+{
+    return a->len[i] == b->len[j] && memcmp(a->p[i], b->p[j], a->len[i]) == 0;
+}
+
+/* A failed attempt's code for its feedback: one unified hunk against the
+ * best (the lines they share before and after are not repeated), or the
+ * whole source when there is no best or the hunk is no shorter; both in
+ * their active configuration (core/context/ppactive.h), cut to max bytes.
+ * NULL when out of memory. */
+static char *failed_code(const char *best, const char *src, const char *lang, size_t max)
+{
+    size_t r1, r2;
+    char *a = best ? pp_active(best, strlen(best), &r1) : NULL, *b = pp_active(src, strlen(src), &r2);
+    struct lines la = {0}, lb = {0};
+    struct buf out;
+    char *res = NULL;
+    buf_init(&out, max + 256);
+    if (!b || (best && !a) || lines_of(b, &lb) || (a && lines_of(a, &la)))
+        goto out;
+    size_t pre = 0, suf = 0;
+    if (a) {
+        while (pre < la.n && pre < lb.n && line_eq(&la, pre, &lb, pre))
+            pre++;
+        while (suf < la.n - pre && suf < lb.n - pre && line_eq(&la, la.n - 1 - suf, &lb, lb.n - 1 - suf))
+            suf++;
+    }
+    struct buf body;
+    buf_init(&body, strlen(b) + (a ? strlen(a) : 0) + 256);
+    if (a && (la.n - pre - suf) + (lb.n - pre - suf) < lb.n) {
+        buf_printf(&out, "Its diff against the current best (%zu lines in common not shown):\n```diff\n", pre + suf);
+        buf_printf(&body, "@@ -%zu,%zu +%zu,%zu @@\n", pre + 1, la.n - pre - suf, pre + 1, lb.n - pre - suf);
+        for (size_t i = pre; i < la.n - suf; i++)
+            buf_printf(&body, "-%.*s\n", (int)la.len[i], la.p[i]);
+        for (size_t i = pre; i < lb.n - suf; i++)
+            buf_printf(&body, "+%.*s\n", (int)lb.len[i], lb.p[i]);
+    } else {
+        buf_printf(&out, "The kernel that failed:\n```%s\n", lang);
+        buf_adds(&body, b);
+        buf_addc(&body, '\n');
+    }
+    char *bt = detach(&body);
+    char *cut = bt ? cut_text(bt, max) : NULL;
+    free(bt);
+    if (!cut)
+        goto out;
+    buf_adds(&out, cut);
+    buf_adds(&out, *cut && cut[strlen(cut) - 1] == '\n' ? "```\n" : "\n```\n");
+    free(cut);
+    res = detach(&out);
+out:
+    if (!res)
+        buf_free(&out);
+    lines_free(&la);
+    lines_free(&lb);
+    free(a);
+    free(b);
+    return res;
+}
+
+/* One attempt's feedback. code: its failed kernel as failed_code wrote it,
+ * cases: what the judge's cases hold (a verify failure), both NULL = none. */
 static char *feedback_text(const struct ctx_feedback *f, size_t idx, size_t n,
-                           size_t max_text_bytes)
+                           size_t max_text_bytes, const char *code, const char *cases)
 {
     struct buf b;
-    buf_init(&b, CTX_FEEDBACK_MAX_BYTES + 1024);
+    buf_init(&b, CTX_FEEDBACK_MAX_BYTES + CTX_FEEDBACK_CODE_MAX + 4096);
     buf_printf(&b, "### Attempt %zu of %zu%s: %s %s", idx + 1, n, idx + 1 == n ? " (latest)" : "",
                f->stage ? f->stage : "result", f->status ? f->status : "?");
     if (f->tags && *f->tags)
@@ -322,7 +431,32 @@ static char *feedback_text(const struct ctx_feedback *f, size_t idx, size_t n,
         free(t);
         buf_addc(&b, '\n');
     }
+    if (cases && *cases)
+        buf_adds(&b, cases);
+    if (code)
+        buf_adds(&b, code);
+    else if (f->source)
+        buf_adds(&b, "(the failed kernel and the judge's cases are not shown: over the hot tier's share)\n");
     return detach(&b);
+}
+
+/* The latest attempt's extras: its failed code and, after a failed
+ * verification, the judge's cases (plat_prompt.cases). Owned by the caller. */
+static int latest_extras(const struct ctx_request *rq, char **code, char **cases)
+{
+    *code = *cases = NULL;
+    if (!rq->n_feedback)
+        return 0;
+    const struct ctx_feedback *f = &rq->feedback[rq->n_feedback - 1];
+    const struct plat_prompt *pc = platform_prompt(rq->target);
+    if (f->source && !(*code = failed_code(rq->best_source, f->source, pc->lang, CTX_FEEDBACK_CODE_MAX)))
+        return KOPE_ERR_NOMEM;
+    if (pc->cases && f->stage && strcmp(f->stage, "verify") == 0 && f->status && strcmp(f->status, "pass") != 0) {
+        if (!(*cases = malloc(CTX_CASES_MAX)))
+            return KOPE_ERR_NOMEM;
+        pc->cases(rq->task, *cases, CTX_CASES_MAX);
+    }
+    return 0;
 }
 
 static char *close_text(struct graph *g, const struct ctx_request *rq)
@@ -795,7 +929,8 @@ static int hot_fit(struct build *b, const struct ctx_request *rq, size_t hot_cap
                     size_t tl = f->text ? strlen(f->text) : 0;
                     if (keep < floor_bytes)
                         keep = floor_bytes;
-                    t = feedback_text(f, rq->n_feedback - 1, rq->n_feedback, keep < tl ? keep : tl);
+                    /* the failed code and the judge's cases go first */
+                    t = feedback_text(f, rq->n_feedback - 1, rq->n_feedback, keep < tl ? keep : tl, NULL, NULL);
                 }
                 if (!t)
                     return KOPE_ERR_NOMEM;
@@ -840,7 +975,7 @@ int context_build(struct graph *g, const struct ctx_request *rq, struct ctx_prom
     uint64_t t0 = util_now_ns();
     struct build b;
     struct retr_result rr;
-    char *system = NULL, probe_ref[64] = "probe";
+    char *system = NULL, probe_ref[64] = "probe", *latest_code = NULL, *latest_cases = NULL;
     memset(&b, 0, sizeof b);
     retr_result_init(&rr);
     ctx_prompt_init(out);
@@ -900,11 +1035,15 @@ int context_build(struct graph *g, const struct ctx_request *rq, struct ctx_prom
         c->chosen = 1;
         c->order = 0;
     }
+    if ((rc = latest_extras(&q, &latest_code, &latest_cases)))
+        goto out;
     for (size_t i = 0; i < q.n_feedback; i++) {
         char ref[48];
+        int last = i + 1 == q.n_feedback;
         snprintf(ref, sizeof ref, "hot:feedback[%zu]", i + 1);
         if (!(c = cand_new(&b, CTX_HOT, HOT_FEEDBACK,
-                           feedback_text(&q.feedback[i], i, q.n_feedback, CTX_FEEDBACK_MAX_BYTES),
+                           feedback_text(&q.feedback[i], i, q.n_feedback, CTX_FEEDBACK_MAX_BYTES,
+                                         last ? latest_code : NULL, last ? latest_cases : NULL),
                            ref, i + 1 == q.n_feedback ? "the latest attempt's feedback"
                                                       : "an earlier attempt's feedback",
                            1e7 + (double)i)))
@@ -1045,6 +1184,8 @@ out:
         memcpy(out->err, keep, sizeof keep);
     }
     free(system);
+    free(latest_code);
+    free(latest_cases);
     build_free(&b);
     retr_result_free(&rr);
     return rc;

@@ -109,6 +109,8 @@ struct ctx_feedback {
     const char *taken;   /* which of the reply's code blocks was judged, NULL = its only one */
     const char *peer;    /* the best same-run peer (smallest ratio), NULL = none */
     double peer_ratio;   /* the ratio against it */
+    const char *source;  /* a failed attempt's kernel (the prompt shows its diff against
+                            the best, or itself), NULL = not given */
 };
 
 struct ctx_request {

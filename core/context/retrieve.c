@@ -24,6 +24,7 @@
 #include <cJSON.h>
 
 #include "core/buf.h"
+#include "core/context/ppactive.h"
 #include "core/err.h"
 #include "core/task/task.h"
 #include "core/util.h"
@@ -461,9 +462,21 @@ static int task_items(struct graph *g, const struct retr_query *q, const char *q
         if (n > 0 && want_source && !cross && strncmp(best_src, "sha256:", 7) == 0) {
             char *text = NULL;
             size_t len = 0;
+            size_t removed = 0;
             if (graph_blob_get(g, best_src, &text, &len) == 0) {
+                /* its active configuration only (core/context/ppactive.h) */
+                char *active = pp_active(text, len, &removed);
+                free(text);
+                if (!active) {
+                    rc = KOPE_ERR_NOMEM;
+                    goto out;
+                }
+                text = active;
+                len = strlen(text);
                 label(&b, c, qtarget, RETR_SPEED);
-                buf_printf(&b, " its best kernel (%s, %s):\n```%s\n", tags[0], phr, platform_prompt(qtarget)->lang);
+                buf_printf(&b, " its best kernel (%s, %s%s):\n```%s\n", tags[0], phr,
+                           removed ? "; its active configuration, switched-off #if branches not shown" : "",
+                           platform_prompt(qtarget)->lang);
                 buf_add(&b, text, len > SOURCE_MAX_BYTES ? SOURCE_MAX_BYTES : len);
                 if (len > SOURCE_MAX_BYTES)
                     buf_adds(&b, "\n/* ... cut ... */");

@@ -14,6 +14,8 @@
 
 #include "platform/k3/k3.h"
 #include "platform/k3/qemu/vcost_model.h"
+#define KOPE_HARNESS_HOST_ONLY
+#include "platform/k3/embed/verdict.h" /* the judge's case list and special values */
 
 /* The entry point of platform/kernel_abi.h, per family. */
 static const char *k3_signature(enum plat_family f)
@@ -128,6 +130,41 @@ static void k3_judging(const struct plat_probe *pr, char *buf, size_t cap)
         buf[cap - 2] = '\n';
 }
 
+/* The judge's cases for t (verdict.h: what the harness runs), in order, and
+ * the special values it mixes into the inputs. */
+static void k3_cases(const struct plat_task *t, char *buf, size_t cap)
+{
+    struct h_case c[H_MAX_CASES];
+    int n = 0;
+    size_t off = 0;
+    int rowwise = plat_task_rowwise(t), ranged = t->user && (t->user->in_lo != 0 || t->user->in_hi != 0);
+    /* K3 at VLEN 256: 8 f32 per register at LMUL 1, 64 at LMUL 8 */
+    h_cases_awkward((int)t->op, (int)t->family, rowwise, 8, 64, c, &n, H_MAX_CASES);
+    buf[0] = '\0';
+    add(buf, cap, &off, "The judge's cases, in order: the task shape, then");
+    for (int i = 0; i < n; i++)
+        add(buf, cap, &off, "%s %s", i ? "," : "", c[i].label);
+    add(buf, cap, &off, "; then the task shape again with new inputs in the same buffers.");
+    if (t->family == PLAT_FAM_MATMUL) {
+        add(buf, cap, &off, " The special cases put NaN, +Inf and -Inf in rows 0-2 of A and columns 1-2 of B, "
+                            "+0 and -0 meeting an Inf (0 x Inf is NaN), and wide finite magnitudes "
+                            "(1e15 .. 1e-20, denormals) checked against sum |a||b|.\n");
+        return;
+    }
+    float sv[32];
+    size_t ns = h_special_values((int)t->op, (int)t->family, rowwise, ranged, sv, 32);
+    if (ns) {
+        add(buf, cap, &off, " The special cases put, in every 7th input element, in turn:");
+        for (size_t i = 0; i < ns; i++)
+            add(buf, cap, &off, "%s %.3g", i ? "," : "", (double)sv[i]);
+        if (t->family == PLAT_FAM_REDUCTION || rowwise)
+            add(buf, cap, &off, "; row 0 is all one value%s", t->op == PLAT_OP_SOFTMAX
+                                                                  ? ", row 1 is -inf but one element" : "");
+        add(buf, cap, &off, ".");
+    }
+    add(buf, cap, &off, "\n");
+}
+
 static const char *const k3_knowledge[] = {
     "core/knowledge/kernels-general.md", "core/knowledge/rvv-intrinsics.md",
     "core/knowledge/x100-k3.md", NULL,
@@ -147,4 +184,5 @@ const struct plat_prompt k3_prompt = {
     .knowledge_shared = NULL, /* RISC-V notes are noise for another target's kernels */
     .machine = k3_machine,
     .judging = k3_judging,
+    .cases = k3_cases,
 };
