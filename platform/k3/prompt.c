@@ -15,7 +15,7 @@
 #include "platform/k3/k3.h"
 #include "platform/k3/qemu/vcost_model.h"
 #define KOPE_HARNESS_HOST_ONLY
-#include "platform/k3/embed/verdict.h" /* the judge's case list and special values */
+#include "platform/judge/verdict.h" /* the judge's case list and special values */
 
 /* The entry point of platform/kernel_abi.h, per family. */
 static const char *k3_signature(enum plat_family f)
