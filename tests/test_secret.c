@@ -198,7 +198,7 @@ static void test_prompt_refuses_a_secret(void **state)
     plat_op_default_tol(t.op, &t.rtol, &t.atol);
     char fbtext[256];
     snprintf(fbtext, sizeof fbtext, "cand.c:3:1: error: use of undeclared identifier '%s'", key);
-    struct ctx_feedback fb = {"compile", "compile_error", NULL, fbtext, 0, NULL, 0};
+    struct ctx_feedback fb = {.stage = "compile", .status = "compile_error", .text = fbtext};
     struct ctx_request rq;
     ctx_request_init(&rq);
     rq.task = &t;
