@@ -204,7 +204,7 @@ all: $(ICOUNT_SO)
 test: $(ICOUNT_SO)
 demo: $(ICOUNT_SO)
 endif
-$(ICOUNT_SO): platform/k3/qemu/icount_plugin.c cross/qemu-plugin.sh
+$(ICOUNT_SO): platform/k3/qemu/icount_plugin.c platform/judge/siphash.h cross/qemu-plugin.sh
 	@echo "  PLUGIN  $@"
 	$(Q)W=$(CURDIR)/$(DEPS_DIR) bash cross/qemu-plugin.sh $@ $<
 
