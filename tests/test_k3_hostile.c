@@ -734,6 +734,86 @@ static void test_tail_agnostic_bug_caught(void **state)
     }
 }
 
+/* Scalar arguments are varied per case over wide ranges (verdict.h,
+ * h_case_scalars): a kernel that ignores one (hard-codes the value it was
+ * first tried with) fails some case while the task case passes. */
+static void test_ignored_scalars_caught(void **state)
+{
+    (void)state;
+    static const struct {
+        enum plat_op op;
+        const char *src;
+    } bad[] = {
+        /* layernorm with eps hard-coded at the default */
+        {PLAT_OP_LAYERNORM,
+         "#include <math.h>\n#include \"kernel_abi.h\"\n"
+         "void kope_kernel(size_t rows, size_t cols, const float *x, float *out, const float *g,\n"
+         "                 const float *b, const struct kope_scalars *s) {\n  (void)s;\n"
+         "  for (size_t r = 0; r < rows; r++) { const float *xr = x + r * cols; float m = 0, v = 0;\n"
+         "    for (size_t j = 0; j < cols; j++) m += xr[j];\n    m /= cols;\n"
+         "    for (size_t j = 0; j < cols; j++) v += (xr[j] - m) * (xr[j] - m);\n"
+         "    float inv = 1.0f / sqrtf(v / cols + 1e-5f);\n"
+         "    for (size_t j = 0; j < cols; j++) out[r * cols + j] = (xr[j] - m) * inv * g[j] + b[j]; }\n}\n"},
+        /* clamp to the default bounds, whatever lo and hi say */
+        {PLAT_OP_CLAMP,
+         ADD_HEAD "  (void)y; (void)s;\n"
+         "  for (size_t i = 0; i < n; i++) out[i] = x[i] < -1.0f ? -1.0f : x[i] > 1.5f ? 1.5f : x[i];\n}\n"},
+        /* axpy right for the alpha range it saw ([-2, 2]) */
+        {PLAT_OP_AXPY,
+         ADD_HEAD "  float a = s->alpha > 2 ? 2 : s->alpha < -2 ? -2 : s->alpha;\n"
+         "  for (size_t i = 0; i < n; i++) out[i] = a * x[i] + y[i];\n}\n"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct plat_build b;
+        struct plat_verify v;
+        run(bad[i].op, bad[i].src, &b, &v);
+        assert_true(b.ok);
+        assert_false(v.pass);
+        assert_true(v.cases[0].pass); /* the task case's scalars are the defaults */
+        platform_build_free(P, &b);
+    }
+}
+
+/* The result may not depend on what the output held before the call: a
+ * kernel that adds into its output (reading the NaN poison as 0) is right
+ * on every poisoned call and wrong once the same inputs meet an output
+ * prefilled with finite values. */
+static void test_accumulates_into_output(void **state)
+{
+    (void)state;
+    struct plat_build b;
+    struct plat_verify v;
+    run(PLAT_OP_ADD, ADD_HEAD "  (void)s;\n"
+        "  for (size_t i = 0; i < n; i++) { float o = out[i]; out[i] = (o == o ? o : 0.0f) + x[i] + y[i]; }\n}\n",
+        &b, &v);
+    assert_true(b.ok);
+    assert_false(v.pass);
+    assert_non_null(strstr(v.detail, "prior-fill"));
+    platform_build_free(P, &b);
+}
+
+/* A per-process call counter (kept 128 KiB below the stack pointer: no
+ * static state, so the object check passes it) that turns the kernel wrong
+ * after its 1,000th call: one verify process makes more checked calls than
+ * that (H_CALLS_PER_PROCESS), so it is caught. */
+static void test_wrong_after_1000_calls(void **state)
+{
+    (void)state;
+    struct plat_build b;
+    struct plat_verify v;
+    run(PLAT_OP_ADD, "#include <stdint.h>\n" ADD_HEAD
+        "  (void)s; volatile char probe = 0;\n"
+        "  volatile uint32_t *cnt = (volatile uint32_t *)(((uintptr_t)&probe - 128 * 1024) & ~(uintptr_t)63);\n"
+        "  if (cnt[0] != 0x6b6f7065u) { cnt[0] = 0x6b6f7065u; cnt[1] = 0; }\n"
+        "  uint32_t c = ++cnt[1]; (void)probe;\n"
+        "  for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i] + (c > 1000 ? 1.0f : 0.0f);\n}\n",
+        &b, &v);
+    assert_true(b.ok);
+    assert_false(v.pass);
+    assert_non_null(strstr(v.detail, "call-"));
+    platform_build_free(P, &b);
+}
+
 static void test_constant_output_refused(void **state)
 {
     (void)state;
@@ -772,6 +852,9 @@ int main(void)
         cmocka_unit_test(test_right_only_for_first_rows),
         cmocka_unit_test(test_constant_output_refused),
         cmocka_unit_test(test_tail_agnostic_bug_caught),
+        cmocka_unit_test(test_ignored_scalars_caught),
+        cmocka_unit_test(test_accumulates_into_output),
+        cmocka_unit_test(test_wrong_after_1000_calls),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
