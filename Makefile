@@ -208,7 +208,7 @@ all: $(ICOUNT_SO)
 test: $(ICOUNT_SO)
 demo: $(ICOUNT_SO)
 endif
-$(ICOUNT_SO): platform/k3/qemu/icount_plugin.c platform/k3/qemu/vcost_model.h cross/qemu-plugin.sh
+$(ICOUNT_SO): platform/k3/qemu/icount_plugin.c platform/k3/qemu/vcost_model.h platform/judge/siphash.h cross/qemu-plugin.sh
 	@echo "  PLUGIN  $@"
 	$(Q)W=$(CURDIR)/$(DEPS_DIR) bash cross/qemu-plugin.sh $@ $<
 

@@ -322,21 +322,25 @@ static void child_exec(const struct proc_spec *r, int out_fd, int note_fd)
         dup2(devnull, 0);
         close(devnull);
     }
-    /* the output and note pipes away from 0..3 first, so that placing the
-     * report on fd 3 cannot clobber one of them (the copies are CLOEXEC) */
-    if (out_fd <= 3)
+    /* the output and note pipes away from 0..4 first, so that placing the
+     * report on fd 3 (and the key on fd 4) cannot clobber one of them (the
+     * copies are CLOEXEC) */
+    if (out_fd <= 4)
         out_fd = fcntl(out_fd, F_DUPFD_CLOEXEC, 10);
-    if (note_fd >= 0 && note_fd <= 3)
+    if (note_fd >= 0 && note_fd <= 4)
         note_fd = fcntl(note_fd, F_DUPFD_CLOEXEC, 10);
     if (out_fd < 0)
         _exit(127);
-    if (r->fd3 > 2) {
-        if (r->fd3 != 3) {
-            dup2(r->fd3, 3); /* dup2 clears FD_CLOEXEC on the copy */
-        } else {
-            int fl = fcntl(3, F_GETFD);
-            fcntl(3, F_SETFD, fl & ~FD_CLOEXEC);
-        }
+    /* fd3 and fd4 through high copies: either source may be 3 or 4 itself */
+    int src3 = r->fd3 > 2 ? fcntl(r->fd3, F_DUPFD_CLOEXEC, 10) : -1;
+    int src4 = r->fd4 > 2 ? fcntl(r->fd4, F_DUPFD_CLOEXEC, 10) : -1;
+    if (src3 >= 0) {
+        dup2(src3, 3); /* dup2 clears FD_CLOEXEC on the copy */
+        close(src3);
+    }
+    if (src4 >= 0) {
+        dup2(src4, 4);
+        close(src4);
     }
     dup2(out_fd, 1);
     dup2(out_fd, 2);
@@ -373,6 +377,8 @@ static void child_exec(const struct proc_spec *r, int out_fd, int note_fd)
                 close(note_fd);
                 if (r->fd3 > 2)
                     close(3);
+                if (r->fd4 > 2)
+                    close(4);
                 relay_exit(pid1);
             }
             prctl(PR_SET_PDEATHSIG, SIGKILL);

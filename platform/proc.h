@@ -88,6 +88,7 @@ struct proc_spec {
     char *out;                /* first out_len-1 bytes of output kept here (NUL-terminated) */
     size_t out_len;
     int fd3;                  /* > 2: given to the child as its fd 3 (e.g. a report file) */
+    int fd4;                  /* > 2: given to the child as its fd 4 (e.g. the icount key pipe) */
     unsigned flags;           /* PROC_ISOLATE, PROC_REPEATABLE */
     const char *rw_dir;       /* isolated: the one writable directory (absolute) */
     const char *ro_paths[PROC_RO_PATHS_MAX]; /* isolated: more read-only files/dirs, NULL-ended */

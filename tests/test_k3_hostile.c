@@ -624,6 +624,54 @@ static void test_icount_markers_forged(void **state)
     P->set.flags &= ~(unsigned)PLAT_SET_UNSAFE_NO_SCREEN;
 }
 
+/* Under qemu-user a guest's system calls are the emulator's: it can write
+ * any file the plugin writes. This kernel (plain C, syscall() found by its
+ * bytes, so no screen sees it) replaces the plugin's file with one of its
+ * own, read-only so the plugins' real blocks cannot be appended at exit:
+ * a tiny count for its own process, large ones for the judge's baselines.
+ * Only the run's key tells the two apart: every block must carry its tag
+ * (the plugin's keyfd=), so the forgery is refused, never counted. */
+static void test_forged_plugin_output(void **state)
+{
+    (void)state;
+    uint64_t ref = honest_icount();
+    const char *src = FIND_SC
+        "static char *put(char *p, const char *s) { while (*s) *p++ = *s++; return p; }\n"
+        "static char *num(char *p, long v) { char d[24]; int k = 0; do { d[k++] = (char)('0' + v % 10); v /= 10; } while (v);\n"
+        "  while (k) *p++ = d[--k]; return p; }\n"
+        "static char *region(char *p, int i, long n) { p = put(p, \"region \"); p = num(p, i);\n"
+        "  p = put(p, \" insns \"); p = num(p, n); p = put(p, \" vector_ops 0 vector_mem 0 vsetvl 0 vcost \");\n"
+        "  p = num(p, n); return put(p, \" unmodelled 0\\n\"); }\n"
+        "static char *total(char *p, int regions, long pid) {\n"
+        "  p = put(p, \"total insns 99 vector_ops 0 vector_mem 0 vsetvl 0 vcost 99 unmodelled 0 regions \");\n"
+        "  p = num(p, regions); p = put(p, \" dropped 0 vcpus 1 stray 0 pid \"); p = num(p, pid); return put(p, \"\\n\"); }\n"
+        KHEAD
+        "  static const char path[] = \"measure.icount\";\n"
+        "  char buf[1024], *p = buf;\n"
+        "  p = put(p, \"kope-icount 2\\n\"); p = region(p, 0, 10); p = total(p, 1, sc(172, 0, 0, 0, 0, 0));\n"
+        "  p = put(p, \"kope-icount 2\\n\");\n"
+        "  for (int i = 0; i < 3; i++) p = region(p, i, 1000000);\n"
+        "  p = total(p, 3, sc(173, 0, 0, 0, 0, 0));\n"
+        "  sc(35, -100, (long)path, 0, 0, 0);\n"
+        "  long fd = sc(56, -100, (long)path, 01101, 0400, 0);\n"
+        "  if (fd >= 0) { sc(64, fd, (long)buf, p - buf, 0, 0); sc(57, fd, 0, 0, 0, 0); }\n"
+        "  for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i];\n}\n";
+    struct plat_task t;
+    task_init(&t, PLAT_OP_ADD);
+    struct plat_build b;
+    struct plat_measure m;
+    assert_int_equal(platform_compile(P, &t, src, strlen(src), &b), 0);
+    assert_true(b.ok); /* nothing for the screens to see */
+    assert_int_equal(platform_measure(P, &t, &b, &m), 0);
+    fprintf(stderr, "  -> forged plugin file: ok=%d %s: %s icount=%llu (honest %llu)\n", m.ok,
+            plat_fail_name(m.reason), m.detail, (unsigned long long)m.icount, (unsigned long long)ref);
+    platform_build_free(P, &b);
+    if (m.ok) /* natively there is no plugin: nothing small may be claimed */
+        assert_true(!m.has_icount || m.icount >= ref * 9 / 10);
+    else
+        assert_non_null(strstr(m.detail, "icount refused"));
+}
+
 /* ------------------------------------------------ verification covers it --- */
 
 static void test_wrong_for_special_values(void **state)
@@ -762,6 +810,130 @@ static void test_right_only_for_first_rows(void **state)
     platform_build_free(P, &b);
 }
 
+/* Issue 22's tail-policy bug: a row sum that accumulates with a
+ * tail-agnostic vfadd (the intrinsics' default policy) on a short last strip
+ * and then reduces over the whole register group. Where tail elements stay
+ * undisturbed (qemu's default) the group's tail still holds the earlier
+ * strips' partial sums and the answer is right; conforming hardware may
+ * write the tail as all ones (a NaN in f32), as qemu does with
+ * rvv_ta_all_1s: the harness runs every candidate that way, so the bug is
+ * caught. The same kernel with a tail-undisturbed add (_tu) is right and
+ * must pass. */
+static void test_tail_agnostic_bug_caught(void **state)
+{
+    (void)state;
+    static const char *const adds[] = {
+        "__riscv_vfadd_vv_f32m4(acc, v, vl)",         /* ta: the bug */
+        "__riscv_vfadd_vv_f32m4_tu(acc, acc, v, vl)", /* tu: right */
+    };
+    for (int i = 0; i < 2; i++) {
+        char src[2048];
+        snprintf(src, sizeof src,
+                 "#include <riscv_vector.h>\n#include \"kernel_abi.h\"\n"
+                 "void kope_kernel(size_t rows, size_t cols, const float *x, void *out) {\n"
+                 "  float *o = out; size_t vlm = __riscv_vsetvlmax_e32m4();\n"
+                 "  for (size_t r = 0; r < rows; r++) {\n"
+                 "    vfloat32m4_t acc = __riscv_vfmv_v_f_f32m4(0.0f, vlm);\n"
+                 "    for (size_t c = 0; c < cols;) { size_t vl = __riscv_vsetvl_e32m4(cols - c);\n"
+                 "      vfloat32m4_t v = __riscv_vle32_v_f32m4(x + r * cols + c, vl);\n"
+                 "      acc = %s; c += vl; }\n"
+                 "    vfloat32m1_t z = __riscv_vfmv_v_f_f32m1(0.0f, 1);\n"
+                 "    o[r] = __riscv_vfmv_f_s_f32m1_f32(__riscv_vfredusum_vs_f32m4_f32m1(acc, z, vlm));\n"
+                 "  }\n}\n", adds[i]);
+        struct plat_build b;
+        struct plat_verify v;
+        run(PLAT_OP_SUM, src, &b, &v);
+        assert_true(b.ok);
+        if (i == 0) {
+            assert_false(v.pass);
+            assert_true(v.reason == PLAT_FAIL_NAN_INF || v.reason == PLAT_FAIL_WRONG_RESULT);
+        } else {
+            assert_true(v.pass);
+        }
+        platform_build_free(P, &b);
+    }
+}
+
+/* Scalar arguments are varied per case over wide ranges (verdict.h,
+ * h_case_scalars): a kernel that ignores one (hard-codes the value it was
+ * first tried with) fails some case while the task case passes. */
+static void test_ignored_scalars_caught(void **state)
+{
+    (void)state;
+    static const struct {
+        enum plat_op op;
+        const char *src;
+    } bad[] = {
+        /* layernorm with eps hard-coded at the default */
+        {PLAT_OP_LAYERNORM,
+         "#include <math.h>\n#include \"kernel_abi.h\"\n"
+         "void kope_kernel(size_t rows, size_t cols, const float *x, float *out, const float *g,\n"
+         "                 const float *b, const struct kope_scalars *s) {\n  (void)s;\n"
+         "  for (size_t r = 0; r < rows; r++) { const float *xr = x + r * cols; float m = 0, v = 0;\n"
+         "    for (size_t j = 0; j < cols; j++) m += xr[j];\n    m /= cols;\n"
+         "    for (size_t j = 0; j < cols; j++) v += (xr[j] - m) * (xr[j] - m);\n"
+         "    float inv = 1.0f / sqrtf(v / cols + 1e-5f);\n"
+         "    for (size_t j = 0; j < cols; j++) out[r * cols + j] = (xr[j] - m) * inv * g[j] + b[j]; }\n}\n"},
+        /* clamp to the default bounds, whatever lo and hi say */
+        {PLAT_OP_CLAMP,
+         ADD_HEAD "  (void)y; (void)s;\n"
+         "  for (size_t i = 0; i < n; i++) out[i] = x[i] < -1.0f ? -1.0f : x[i] > 1.5f ? 1.5f : x[i];\n}\n"},
+        /* axpy right for the alpha range it saw ([-2, 2]) */
+        {PLAT_OP_AXPY,
+         ADD_HEAD "  float a = s->alpha > 2 ? 2 : s->alpha < -2 ? -2 : s->alpha;\n"
+         "  for (size_t i = 0; i < n; i++) out[i] = a * x[i] + y[i];\n}\n"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct plat_build b;
+        struct plat_verify v;
+        run(bad[i].op, bad[i].src, &b, &v);
+        assert_true(b.ok);
+        assert_false(v.pass);
+        assert_true(v.cases[0].pass); /* the task case's scalars are the defaults */
+        platform_build_free(P, &b);
+    }
+}
+
+/* The result may not depend on what the output held before the call: a
+ * kernel that adds into its output (reading the NaN poison as 0) is right
+ * on every poisoned call and wrong once the same inputs meet an output
+ * prefilled with finite values. */
+static void test_accumulates_into_output(void **state)
+{
+    (void)state;
+    struct plat_build b;
+    struct plat_verify v;
+    run(PLAT_OP_ADD, ADD_HEAD "  (void)s;\n"
+        "  for (size_t i = 0; i < n; i++) { float o = out[i]; out[i] = (o == o ? o : 0.0f) + x[i] + y[i]; }\n}\n",
+        &b, &v);
+    assert_true(b.ok);
+    assert_false(v.pass);
+    assert_non_null(strstr(v.detail, "prior-fill"));
+    platform_build_free(P, &b);
+}
+
+/* A per-process call counter (kept 128 KiB below the stack pointer: no
+ * static state, so the object check passes it) that turns the kernel wrong
+ * after its 1,000th call: one verify process makes more checked calls than
+ * that (H_CALLS_PER_PROCESS), so it is caught. */
+static void test_wrong_after_1000_calls(void **state)
+{
+    (void)state;
+    struct plat_build b;
+    struct plat_verify v;
+    run(PLAT_OP_ADD, "#include <stdint.h>\n" ADD_HEAD
+        "  (void)s; volatile char probe = 0;\n"
+        "  volatile uint32_t *cnt = (volatile uint32_t *)(((uintptr_t)&probe - 128 * 1024) & ~(uintptr_t)63);\n"
+        "  if (cnt[0] != 0x6b6f7065u) { cnt[0] = 0x6b6f7065u; cnt[1] = 0; }\n"
+        "  uint32_t c = ++cnt[1]; (void)probe;\n"
+        "  for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i] + (c > 1000 ? 1.0f : 0.0f);\n}\n",
+        &b, &v);
+    assert_true(b.ok);
+    assert_false(v.pass);
+    assert_non_null(strstr(v.detail, "call-"));
+    platform_build_free(P, &b);
+}
+
 static void test_constant_output_refused(void **state)
 {
     (void)state;
@@ -798,10 +970,15 @@ int main(void)
         cmocka_unit_test(test_raw_syscalls_cannot_touch_the_host),
         cmocka_unit_test(test_work_skipped_when_unchecked),
         cmocka_unit_test(test_icount_markers_forged),
+        cmocka_unit_test(test_forged_plugin_output),
         cmocka_unit_test(test_wrong_for_special_values),
         cmocka_unit_test(test_matmul_wrong_for_special_values),
         cmocka_unit_test(test_right_only_for_first_rows),
         cmocka_unit_test(test_constant_output_refused),
+        cmocka_unit_test(test_tail_agnostic_bug_caught),
+        cmocka_unit_test(test_ignored_scalars_caught),
+        cmocka_unit_test(test_accumulates_into_output),
+        cmocka_unit_test(test_wrong_after_1000_calls),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

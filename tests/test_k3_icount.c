@@ -18,6 +18,7 @@
 #include "testutil.h"
 
 #include "platform/platform.h"
+#include "platform/judge/siphash.h"
 #include "platform/k3/k3_icount.h"
 #include "platform/k3/k3_templates.h"
 #include "platform/k3/qemu/vcost_model.h"
@@ -282,10 +283,88 @@ static void test_vcost_model(void **state)
     assert_int_equal(half.region[0].vcost, r[0].vcost);
 }
 
+/* SipHash-2-4 against the paper's test vector (appendix A), and a block's
+ * tag: right under its key, refused with a byte changed, another key, or
+ * no mac line. */
+static void test_siphash_and_block_auth(void **state)
+{
+    (void)state;
+    unsigned char key[16], msg[15];
+    for (int i = 0; i < 16; i++)
+        key[i] = (unsigned char)i;
+    for (int i = 0; i < 15; i++)
+        msg[i] = (unsigned char)i;
+    assert_true(kope_siphash24(key, msg, sizeof msg) == 0xa129ca6149be45e5ull);
+    const char *body = "kope-icount 2\n"
+                       "region 0 insns 752 vector_ops 0 vector_mem 0 vsetvl 0 vcost 752 unmodelled 0\n"
+                       "total insns 25712 vector_ops 0 vector_mem 0 vsetvl 0 vcost 25712 unmodelled 0 "
+                       "regions 1 dropped 0 vcpus 1 stray 0 pid 2\n";
+    char block[1024];
+    int n = snprintf(block, sizeof block, "%smac %016llx\n", body,
+                     (unsigned long long)kope_siphash24(key, body, strlen(body)));
+    size_t got = 0;
+    assert_int_equal(k3_icount_block_auth(block, (size_t)n, key, &got), 0);
+    assert_int_equal(got, strlen(body));
+    struct k3_icount ic;
+    assert_int_equal(k3_icount_parse(block, got, &ic), 0);
+    assert_int_equal(ic.region[0].insns, 752);
+    char forged[1024];
+    memcpy(forged, block, (size_t)n + 1);
+    forged[strstr(forged, "752") - forged] = '1'; /* "152": a smaller count */
+    assert_int_equal(k3_icount_block_auth(forged, (size_t)n, key, &got), PLAT_ERR_PROTOCOL);
+    unsigned char other[16];
+    memcpy(other, key, 16);
+    other[0] ^= 1;
+    assert_int_equal(k3_icount_block_auth(block, (size_t)n, other, &got), PLAT_ERR_PROTOCOL);
+    assert_int_equal(k3_icount_block_auth(body, strlen(body), key, &got), PLAT_ERR_PROTOCOL);
+}
+
+/* The plugin with keyfd=: it reads the key from the descriptor and closes
+ * it (the guest finds it closed), and its block verifies under that key. */
+static void test_plugin_keyed_block(void **state)
+{
+    (void)state;
+    char plugin[1024], dir[1024], cmd[8192];
+    const char *guest =
+        "#include <unistd.h>\n#include <fcntl.h>\n"
+        "__attribute__((noinline)) void kope_icount_begin(int r) { __asm__ volatile(\"\" : : \"r\"(r) : \"memory\"); }\n"
+        "__attribute__((noinline)) void kope_icount_end(int r) { __asm__ volatile(\"\" : : \"r\"(r) : \"memory\"); }\n"
+        "int main(void) { kope_icount_begin(0); kope_icount_end(0);\n"
+        "  return fcntl(7, F_GETFD) == -1 ? 0 : 3; }\n";
+    guest_setup("keyed", "g.c", guest, plugin, dir);
+    unsigned char key[16];
+    for (int i = 0; i < 16; i++)
+        key[i] = (unsigned char)(0xa5 ^ (i * 37));
+    snprintf(cmd, sizeof cmd, "%s/key", dir);
+    FILE *f = fopen(cmd, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(key, 1, 16, f), 16);
+    assert_int_equal(fclose(f), 0);
+    snprintf(cmd, sizeof cmd, "cd '%s' && " RV_CC " -O2 -static g.c -o g && "
+             RV_RUN " -plugin '%s,out=%s/ic,keyfd=7' ./g 7<key", dir, plugin, dir);
+    assert_int_equal(system(cmd), 0); /* 0: the guest found fd 7 closed */
+    snprintf(cmd, sizeof cmd, "%s/ic", dir);
+    f = fopen(cmd, "rb");
+    assert_non_null(f);
+    char text[4096];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    size_t body = 0;
+    assert_int_equal(k3_icount_block_auth(text, n, key, &body), 0);
+    struct k3_icount ic;
+    assert_int_equal(k3_icount_parse(text, body, &ic), 0);
+    assert_int_equal(ic.n_regions, 1);
+    key[3] ^= 0x10;
+    assert_int_equal(k3_icount_block_auth(text, n, key, &body), PLAT_ERR_PROTOCOL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_siphash_and_block_auth),
+        cmocka_unit_test(test_plugin_keyed_block),
         cmocka_unit_test(test_counts_kernel_only_and_repeatable),
         cmocka_unit_test(test_vcost_model),
     };

@@ -30,7 +30,9 @@
 #include "platform/k3/k3_templates.h"
 
 #define RV_CC "clang-19 --target=riscv64-linux-gnu -march=rv64gcv_zba_zbb_zbs -mabi=lp64d"
-#define RV_RUN "qemu-riscv64 -cpu rv64,v=true,vlen=256,elen=64,vext_spec=v1.0,zba=true,zbb=true,zbs=true"
+/* as the harness runs candidates: agnostic tails and masked-off elements as all ones */
+#define RV_RUN "qemu-riscv64 -cpu rv64,v=true,vlen=256,elen=64,vext_spec=v1.0,zba=true,zbb=true,zbs=true," \
+               "rvv_ta_all_1s=true,rvv_ma_all_1s=true"
 
 /* The source tree: $KOPE_SRC, else the part of $KOPE_BIN before "/build/"
  * (tests/run.sh sets it), else the current directory if it is the tree. */

@@ -8,6 +8,7 @@
  *   h_cases_awkward   the case list after the task case: awkward shapes,
  *                     large-magnitude rows, special-value cases (labels are
  *                     what the report carries, so kope can check them)
+ *   h_case_scalars    the scalar arguments of each case (wide ranges)
  *   h_special_values  the special values an op is checked on
  *   h_fill_specials   where they go in the inputs (and the degenerate rows)
  *   h_matmul_specials NaN/Inf/wide-range pattern for the matmul family
@@ -133,6 +134,39 @@ static inline void h_cases_awkward(int op, int family, int rowwise, size_t v1, s
     }
 #undef H_ADD
 #undef H_LAST
+}
+
+/* The scalar arguments (struct kope_scalars) of case number idx (0 = the
+ * task case) of a verify run: the task case keeps the defaults (alpha the
+ * fill's random value in [-2, 2], clamp to [-1, 1.5], eps 1e-5); every other
+ * case takes the next row of a table spread over wide ranges, so a kernel
+ * that ignores or hard-codes one of them fails some case: alpha 0, negative,
+ * tiny and large; clamp bounds that cut both sides, one side, a sliver, or
+ * nothing of inputs in [-4, 4]; eps from 1e-12 to 4 (against mean squares
+ * of about 5). */
+static inline void h_case_scalars(int idx, float alpha_rand, float *alpha, float *lo, float *hi,
+                                  float *eps)
+{
+    static const float t[][4] = {
+        /* alpha, lo, hi, eps */
+        {0.0f, -3.5f, -0.5f, 0.25f},
+        {-3.75f, 0.25f, 3.0f, 1e-12f},
+        {1024.0f, -1e-3f, 1e-3f, 4.0f},
+        {-1e-3f, -1e3f, 1e3f, 1e-3f},
+        {1.0f, 2.5f, 2.75f, 0.1f},
+        {-1.0f, -4.5f, 0.0f, 1.5f},
+    };
+    *alpha = alpha_rand;
+    *lo = -1.0f;
+    *hi = 1.5f;
+    *eps = 1e-5f;
+    if (idx <= 0)
+        return;
+    const float *r = t[(size_t)(idx - 1) % (sizeof t / sizeof t[0])];
+    *alpha = r[0];
+    *lo = r[1];
+    *hi = r[2];
+    *eps = r[3];
 }
 
 /* The Ascend host program's task case: the task's shape as the family's

@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -58,7 +59,11 @@ _Static_assert((int)H_OP_GEMV == (int)PLAT_OP_GEMV && (int)H_OP_SOFTMAX == (int)
 
 #define K3_CROSS_CC "clang-19 --target=riscv64-linux-gnu -march=rv64gcv_zba_zbb_zbs -mabi=lp64d"
 #define K3_NATIVE_MARCH "-march=rv64gcv_zba_zbb_zbs -mabi=lp64d"
-#define K3_QEMU "qemu-riscv64 -cpu rv64,v=true,vlen=256,elen=64,vext_spec=v1.0,zba=true,zbb=true,zbs=true"
+/* rvv_ta_all_1s/rvv_ma_all_1s: tail and masked-off elements are written as
+ * all ones wherever the policy is agnostic, as conforming hardware may (qemu
+ * leaves them undisturbed by default, so a kernel that reads them passed) */
+#define K3_QEMU "qemu-riscv64 -cpu rv64,v=true,vlen=256,elen=64,vext_spec=v1.0,zba=true,zbb=true,zbs=true," \
+                "rvv_ta_all_1s=true,rvv_ma_all_1s=true"
 
 /* Defaults; all overridable through struct plat_settings. */
 #define K3_TIMEOUT_MS_NATIVE 30000
@@ -1310,6 +1315,7 @@ struct hrun {
     long icount_pid[PLAT_MAX_BASELINES + 1]; /* the process the judge made each in */
     int icount_blocks;            /* counted blocks in the plugin's file */
     char icount_err[160];         /* why the plugin's file was refused, "" = fine */
+    unsigned char key[16];        /* the run's icount key (plugin keyfd=4): every block's mac */
 };
 
 /* The plugin's file: one block per process that ran under it, appended at
@@ -1334,10 +1340,15 @@ static void icount_take(char *text, size_t len, struct hrun *h)
         char *next = strstr(p + 1, "kope-icount ");
         size_t bl = next ? (size_t)(next - p) : (size_t)(end - p);
         struct k3_icount ic;
-        if (k3_icount_parse(p, bl, &ic) != 0) {
-            snprintf(h->icount_err, sizeof h->icount_err, "the plugin's file does not parse");
+        /* every block must carry the run's tag: a guest can write the
+         * plugin's file too (qemu-user), only the key tells them apart */
+        size_t body = 0;
+        if (k3_icount_block_auth(p, bl, h->key, &body) != 0 || k3_icount_parse(p, body, &ic) != 0) {
+            snprintf(h->icount_err, sizeof h->icount_err,
+                     "a block of the plugin's file is not authenticated by the run's key");
             return;
         }
+        bl = body;
         char save = p[bl];
         p[bl] = '\0';
         const char *vc = strstr(p, " vcpus "), *st = strstr(p, " stray "), *pp = strstr(p, " pid ");
@@ -1410,11 +1421,31 @@ static int harness_run(struct platform *p, const struct plat_task *t, const stru
     struct proc_cmd c;
     proc_cmd_init(&c);
     proc_cmd_split(&c, k->runner);
+    int keyfd = -1;
     if (k->emulated && k->plugin[0] && strcmp(mode, "measure") == 0) {
         char plug[K3_PATH_MAX * 2 + 128];
         if (k3_icount_plugin_arg(k->plugin, icount_out, runner_vlen(k), s->dlen_bits, plug,
-                                 sizeof plug))
+                                 sizeof plug - 16)) {
+            close(rfd);
             return plat_set_err(p, PLAT_ERR_INTERNAL, "icount plugin: a path holds a comma or is too long");
+        }
+        /* a fresh key per run, on the child's fd 4: the plugin reads it and
+         * closes the descriptor before the guest's first instruction */
+        int kp[2];
+        if (getrandom(h->key, sizeof h->key, 0) != (ssize_t)sizeof h->key || pipe2(kp, O_CLOEXEC) != 0) {
+            close(rfd);
+            return plat_set_err(p, PLAT_ERR_INTERNAL, "icount key: %.100s", strerror(errno));
+        }
+        ssize_t kw = write(kp[1], h->key, sizeof h->key);
+        close(kp[1]);
+        keyfd = kp[0];
+        if (kw != (ssize_t)sizeof h->key) {
+            close(rfd);
+            close(keyfd);
+            return plat_set_err(p, PLAT_ERR_INTERNAL, "icount key: cannot write the key pipe");
+        }
+        size_t pl = strlen(plug);
+        snprintf(plug + pl, sizeof plug - pl, ",keyfd=4");
         proc_cmd_arg(&c, "-plugin");
         proc_cmd_arg(&c, "%s", plug);
     }
@@ -1459,6 +1490,8 @@ static int harness_run(struct platform *p, const struct plat_task *t, const stru
     proc_cmd_arg(&c, "flags=%d", hf);
     if (c.overflow) {
         close(rfd);
+        if (keyfd >= 0)
+            close(keyfd);
         return plat_set_err(p, PLAT_ERR_INTERNAL, "harness command line too long");
     }
     int timeout = s->timeout_ms > 0 ? s->timeout_ms
@@ -1480,11 +1513,13 @@ static int harness_run(struct platform *p, const struct plat_task *t, const stru
         .fsize_bytes = (uint64_t)64 << 20,
         .output_cap = s->output_cap_bytes ? s->output_cap_bytes : K3_OUTPUT_CAP,
         .out = h->out, .out_len = sizeof h->out,
-        .fd3 = rfd, .flags = (s->flags & PLAT_SET_UNSAFE_NO_ISOLATION) ? 0u : PROC_ISOLATE,
+        .fd3 = rfd, .fd4 = keyfd, .flags = (s->flags & PLAT_SET_UNSAFE_NO_ISOLATION) ? 0u : PROC_ISOLATE,
         .rw_dir = dir,
         .ro_paths = {k->plugin[0] && strcmp(mode, "measure") == 0 ? k->plugin : NULL},
     };
     int rc = proc_run(&r, &h->res, p->err, sizeof p->err);
+    if (keyfd >= 0)
+        close(keyfd);
     if (rc) {
         close(rfd);
         return rc;

@@ -14,6 +14,7 @@
 
 #include "platform/platform.h"
 #include "platform/proc.h"
+#include "platform/judge/siphash.h"
 #include "platform/k3/k3_icount.h"
 
 #define REPORT_MAX (1024 * 1024) /* the plugin writes ~80 bytes per region */
@@ -68,6 +69,30 @@ int k3_icount_plugin_arg(const char *plugin, const char *out_path, int vlen_bits
                 ? snprintf(buf, cap, "%s,out=%s,vlen=%d,dlen=%d", plugin, out_path, vlen_bits, dlen_bits)
                 : snprintf(buf, cap, "%s,out=%s", plugin, out_path);
     return w < 0 || (size_t)w >= cap ? PLAT_ERR_INTERNAL : 0;
+}
+
+int k3_icount_block_auth(const char *block, size_t len, const unsigned char key[16], size_t *body_len)
+{
+    /* the last line: "mac " and 16 lower-case hex digits, then a newline */
+    static const size_t mac_line = 4 + 16 + 1;
+    if (len < mac_line + 1 || block[len - 1] != '\n' || block[len - mac_line - 1] != '\n' ||
+        memcmp(block + len - mac_line, "mac ", 4) != 0)
+        return PLAT_ERR_PROTOCOL;
+    uint64_t tag = 0;
+    for (size_t i = len - mac_line + 4; i < len - 1; i++) {
+        char c = block[i];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0)
+            return PLAT_ERR_PROTOCOL;
+        tag = tag << 4 | (uint64_t)d;
+    }
+    size_t body = len - mac_line;
+    /* compared in full whatever the first difference (no early exit) */
+    uint64_t want = kope_siphash24(key, block, body);
+    if ((tag ^ want) != 0)
+        return PLAT_ERR_PROTOCOL;
+    *body_len = body;
+    return 0;
 }
 
 /* "insns N vector_ops N vector_mem N vsetvl N vcost N unmodelled N" at s;

@@ -69,6 +69,14 @@ int k3_icount_plugin_find(const char *configured, char *buf, size_t cap);
 int k3_icount_plugin_arg(const char *plugin, const char *out_path, int vlen_bits, int dlen_bits,
                          char *buf, size_t cap);
 
+/* An authenticated block (the plugin's keyfd=N, a 16-byte key): block[len]
+ * is one block from "kope-icount" through its last line, "mac HEX", the
+ * SipHash-2-4 tag (platform/judge/siphash.h) of the bytes before that line.
+ * 0 when the tag verifies under key (*body_len: the bytes before the mac
+ * line, what k3_icount_parse takes), PLAT_ERR_PROTOCOL otherwise (no mac
+ * line, a malformed one, a wrong tag). */
+int k3_icount_block_auth(const char *block, size_t len, const unsigned char key[16], size_t *body_len);
+
 /* Parse the plugin's report (text of len bytes). 0, or PLAT_ERR_PROTOCOL. */
 int k3_icount_parse(const char *text, size_t len, struct k3_icount *out);
 /* Read and parse the report file at path. 0, PLAT_ERR_IO or PLAT_ERR_PROTOCOL. */

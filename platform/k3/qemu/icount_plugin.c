@@ -41,13 +41,24 @@
  * no claimed vcost. Like the counts, vcost is exact and repeatable.
  *
  * Arguments: out=FILE, begin=SYM, end=SYM, vlen=BITS and dlen=BITS (both
- * or neither; VLEN/DLEN is 1 when neither is given, i.e. DLEN = VLEN).
+ * or neither; VLEN/DLEN is 1 when neither is given, i.e. DLEN = VLEN),
+ * keyfd=N (authenticated counts, below).
+ *
+ * Authenticated counts (keyfd=N): at install, before the guest's first
+ * instruction, the plugin reads a 16-byte key from descriptor N and closes
+ * it; every block it writes then ends with "mac HEX", the SipHash-2-4
+ * (platform/judge/siphash.h) of the block's bytes before that line under the
+ * key. Under qemu-user a guest can write to (or replace) any file the plugin
+ * writes: kope refuses every block whose tag does not verify. The key stays
+ * in qemu's memory, which a guest can read (qemu-user is no security
+ * boundary): what is left open is said in docs/K3-HARNESS.md.
  *
  * Output (written at exit to out=FILE, else through qemu_plugin_outs):
  *   kope-icount 2
  *   region IDX insns N vector_ops N vector_mem N vsetvl N vcost N unmodelled N
  *   ...
  *   total insns N vector_ops N vector_mem N vsetvl N vcost N unmodelled N regions N dropped N vcpus N stray N pid N
+ *   mac HEX                     (with keyfd= only)
  * appended (one such block per process: kope matches each block to the
  * process the harness's judge says it made each counted call in, by pid).
  * stray: marker entries out of turn (begin inside an open region, end with
@@ -65,6 +76,7 @@
 #include <qemu-plugin.h>
 
 #include "vcost_model.h"
+#include "../../judge/siphash.h"
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
@@ -87,6 +99,8 @@ static char g_begin[SYM_MAX] = "kope_icount_begin";
 static char g_end[SYM_MAX] = "kope_icount_end";
 static unsigned g_vlen, g_dlen;        /* 0 = not given: VLEN/DLEN = 1 */
 static uint64_t g_ratio = 1;           /* VLEN / DLEN */
+static unsigned char g_key[KOPE_SIPHASH_KEY_LEN];
+static int g_keyed;                    /* keyfd= given: blocks carry a mac line */
 
 static void on_begin(unsigned int vcpu, void *udata)
 {
@@ -347,7 +361,8 @@ static void at_exit(qemu_plugin_id_t id, void *p)
     (void)id; (void)p;
     char *buf = NULL;
     size_t len = 0;
-    FILE *f = g_out[0] ? fopen(g_out, "a") : open_memstream(&buf, &len);
+    /* the block is made in memory, then written (with its tag) at once */
+    FILE *f = open_memstream(&buf, &len);
     if (!f)
         return;
     fprintf(f, "kope-icount 2\n");
@@ -362,11 +377,41 @@ static void at_exit(qemu_plugin_id_t id, void *p)
      * harness's judge names it */
     fprintf(f, " regions %u dropped %u vcpus %u stray %u pid %ld\n", g_n_regions, g_dropped,
             g_vcpus, g_stray, (long)getpid());
+    fflush(f);
+    if (g_keyed)
+        fprintf(f, "mac %016" PRIx64 "\n", kope_siphash24(g_key, buf, len));
     fclose(f);
-    if (buf) {
+    if (!buf)
+        return;
+    FILE *o = g_out[0] ? fopen(g_out, "a") : NULL;
+    if (o) {
+        fwrite(buf, 1, len, o);
+        fclose(o);
+    } else if (!g_out[0]) {
         qemu_plugin_outs(buf);
-        free(buf);
     }
+    free(buf);
+}
+
+/* keyfd=N: the key, read and the descriptor closed before the guest runs. */
+static int read_key(const char *val)
+{
+    char *end;
+    long fd = strtol(val, &end, 10);
+    if (*end || fd < 0 || fd > 1 << 20)
+        return -1;
+    size_t got = 0;
+    while (got < sizeof g_key) {
+        ssize_t r = read((int)fd, g_key + got, sizeof g_key - got);
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    close((int)fd);
+    if (got != sizeof g_key)
+        return -1;
+    g_keyed = 1;
+    return 0;
 }
 
 static int set_arg(char *dst, size_t cap, const char *val)
@@ -405,6 +450,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
             bad = set_bits(&g_vlen, argv[i] + 5);
         else if (strncmp(argv[i], "dlen=", 5) == 0)
             bad = set_bits(&g_dlen, argv[i] + 5);
+        else if (strncmp(argv[i], "keyfd=", 6) == 0)
+            bad = read_key(argv[i] + 6);
         else
             bad = -1;
         if (bad) {
