@@ -44,6 +44,7 @@
 #include "platform/ascend/ascend.h"
 #include "platform/embed.h"
 #include "platform/report.h"
+#include "platform/workdir.h"
 /* the case list the host program runs (one copy, shared with it and the K3 harness) */
 #define KOPE_HARNESS_HOST_ONLY
 #include "platform/k3/embed/verdict.h"
@@ -100,6 +101,7 @@ static int asc_open(struct platform *p)
     if (!a)
         return plat_set_err(p, PLAT_ERR_NOMEM, "out of memory");
     p->priv = a;
+    a->work_lock = -1;
     const struct plat_settings *s = &p->set;
     struct asc_toolkit *tk = &a->tk;
     /* platform.ascend.*: the CANN toolkit root (NULL = $ASCEND_HOME_PATH,
@@ -118,9 +120,10 @@ static int asc_open(struct platform *p)
         mkdir(a->work, 0700);
     } else {
         const char *tmp = getenv("TMPDIR");
-        snprintf(a->work, sizeof a->work, "%.150s/kope-ascend-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-        if (!mkdtemp(a->work))
-            return plat_set_err(p, PLAT_ERR_WORKDIR, "mkdtemp %.150s: %.100s", a->work, strerror(errno));
+        char base[160];
+        snprintf(base, sizeof base, "%.150s", tmp && *tmp ? tmp : "/tmp");
+        if (plat_workdir_make(base, "kope-ascend", a->work, sizeof a->work, &a->work_lock) != 0)
+            return plat_set_err(p, PLAT_ERR_WORKDIR, "mkdtemp %.150s/kope-ascend-*: %.100s", base, strerror(errno));
         a->own_work = 1;
     }
     return rt_write(p, a);
@@ -132,7 +135,7 @@ static void asc_close(struct platform *p)
     if (!a)
         return;
     if (a->own_work && a->work[0])
-        proc_rm_tree(a->work);
+        plat_workdir_remove(a->work, a->work_lock);
     free(a);
     p->priv = NULL;
 }

@@ -47,6 +47,7 @@
 #include "platform/k3/k3_templates.h"
 #include "platform/noise.h"
 #include "platform/report.h"
+#include "platform/workdir.h"
 #define KOPE_HARNESS_HOST_ONLY
 #include "platform/k3/embed/harness.h"
 
@@ -371,6 +372,7 @@ static int k3_open(struct platform *p)
     if (!k)
         return plat_set_err(p, PLAT_ERR_NOMEM, "out of memory");
     p->priv = k;
+    k->work_lock = -1;
     struct utsname u;
     /* uname says riscv64 under qemu-user too (the riscv64 kope's own tests
      * run that way): only a real RISC-V kernel lists the harts' ISA in
@@ -419,9 +421,9 @@ static int k3_open(struct platform *p)
         return plat_set_err(p, PLAT_ERR_WORKDIR, "work dir path too long (max 150): %.200s", base);
     if (s->work_dir && *s->work_dir)
         mkdir(base, 0700); /* may exist */
-    snprintf(k->work, sizeof k->work, "%s/kope-k3-XXXXXX", base);
-    if (!mkdtemp(k->work))
-        return plat_set_err(p, PLAT_ERR_WORKDIR, "mkdtemp %.300s: %.100s", k->work, strerror(errno));
+    /* kope-k3-PID-XXXXXX: the folders of dead kope processes go first */
+    if (plat_workdir_make(base, "kope-k3", k->work, sizeof k->work, &k->work_lock) != 0)
+        return plat_set_err(p, PLAT_ERR_WORKDIR, "mkdtemp %.150s/kope-k3-*: %.100s", base, strerror(errno));
     k->own_work = 1;
     /* absolute: harness runs chdir into their build dir */
     char *abs = realpath(k->work, NULL);
@@ -450,7 +452,7 @@ static void k3_close(struct platform *p)
     if (!k)
         return;
     if (k->own_work && k->work[0])
-        proc_rm_tree(k->work);
+        plat_workdir_remove(k->work, k->work_lock);
     free(k->inc_direct);
     free(k->inc_closure);
     free(k);
