@@ -32,6 +32,8 @@ enum kope_err {
     KOPE_ERR_BLOB = -16,    /* referenced blob missing or wrong hash */
     KOPE_ERR_TRUST = -17,   /* signed, but not by a certificate from a trusted CA */
     KOPE_ERR_REVOKED = -18, /* the origin's fleet CA revoked its records after a seq */
+    KOPE_ERR_INTERRUPTED = -19, /* SIGINT / SIGTERM: stopped at a step boundary (core/interrupt.h) */
+    KOPE_ERR_IN_USE = -20,  /* another live kope process is running the same task or run */
 };
 
 /* Text for any kope error code (any band). Never NULL; static storage. */
