@@ -121,6 +121,10 @@ static int run_signalled(const char *dir, int budget, int after, int sig, char *
         if (!freopen(err, "w", stderr))
             _exit(127);
         setenv("TMPDIR", tmp, 1);
+        /* a test started as a background job inherits SIGINT ignored, and
+         * kope keeps an ignored SIGINT ignored: this kope gets the default */
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
         execl(K, K, "--db", db, "run", "--suite", suite, "--budget", bud, "--offline", (char *)NULL);
         _exit(127);
     }
