@@ -30,6 +30,8 @@ static const char *core_text(int code)
     case KOPE_ERR_TRUST: return "not signed by a certificate from a trusted CA";
     case KOPE_ERR_REVOKED: return "the origin's records after this seq are revoked by its fleet CA";
     case KOPE_ERR_SECRET: return "the text holds a secret kope keeps (its API key or a private key): refused";
+    case KOPE_ERR_INTERRUPTED: return "interrupted (the step in progress was finished or rolled back)";
+    case KOPE_ERR_IN_USE: return "another kope process is running it";
     default: return "unknown error";
     }
 }

@@ -33,6 +33,8 @@ enum kope_err {
     KOPE_ERR_TRUST = -17,   /* signed, but not by a certificate from a trusted CA */
     KOPE_ERR_REVOKED = -18, /* the origin's fleet CA revoked its records after a seq */
     KOPE_ERR_SECRET = -19,  /* text holds a secret kope keeps (core/secret.h): refused */
+    KOPE_ERR_INTERRUPTED = -20, /* SIGINT / SIGTERM: stopped at a step boundary (core/interrupt.h) */
+    KOPE_ERR_IN_USE = -21,  /* another live kope process is running the same task or run */
 };
 
 /* Text for any kope error code (any band). Never NULL; static storage. */

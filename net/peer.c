@@ -664,6 +664,19 @@ int net_peer_cert_id(struct net_peer *p, uint8_t id[32])
     return 0;
 }
 
+int net_peer_origin(struct net_peer *p, uint8_t origin[32])
+{
+    const mbedtls_x509_crt *c = mbedtls_ssl_get_peer_cert(&p->ssl);
+    unsigned char tmp[NET_PUBKEY_MAX];
+    if (!c)
+        return -1;
+    int n = mbedtls_pk_write_pubkey_der(&c->pk, tmp, sizeof tmp);
+    if (n <= 0)
+        return -1;
+    net_sha256(tmp + sizeof tmp - n, (size_t)n, origin);
+    return 0;
+}
+
 const char *net_peer_tls_version(struct net_peer *p)
 {
     return mbedtls_ssl_get_version(&p->ssl);

@@ -110,6 +110,10 @@ void net_peer_final(struct net_peer *p);
 void net_peer_limit_text(const struct net_peer *p, char *buf, size_t cap);
 /* SHA-256 of the verified peer certificate (DER); -1 if there is none. */
 int net_peer_cert_id(struct net_peer *p, uint8_t id[32]);
+/* The peer's device origin: SHA-256 of the DER public key its verified
+ * certificate holds (docs/RECORDS.md: an origin is its key's hash); -1 if
+ * there is none. */
+int net_peer_origin(struct net_peer *p, uint8_t origin[32]);
 
 /* Queue one frame (header written here; the payload is checked as a
  * receiver would check it). NET_ERR_FRAME_BIG over the type's cap. */

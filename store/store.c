@@ -10,12 +10,16 @@
  * atomic commit). foreign_keys=ON so links cannot dangle.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
+#include "store/lock.h"
 #include "store/store_int.h"
 
 #include "store/store.h"
@@ -128,11 +132,29 @@ struct store {
     sqlite3_int64 oid;
     int version; /* schema version of this handle (older only in tests of migrations) */
     int read_only; /* opened with STORE_READONLY: every write fails */
+    /* waiting for another process's write lock (busy_wait below) */
+    int busy_timeout_ms;
+    uint64_t busy_t0_ms;
+    int busy_told;
+    store_wait_fn *wait_notice;
+    void *wait_ctx;
+    struct store_int_lock lock; /* DB.lock: the writer's pid, named locks (store/lock.c) */
     char errmsg[256];
 };
 
 /* Map an SQLite result to a store code, keeping the message (sticky until
  * the next error). */
+/* 1 if the OS error behind SQLite's last failure means "no room": a full
+ * disk, a quota, or a file size limit (RLIMIT_FSIZE). A write that fails on
+ * one of them is SQLITE_FULL only when it was short; a write, an fsync, a
+ * WAL index that cannot grow or a journal that cannot be created say
+ * SQLITE_IOERR_* or SQLITE_CANTOPEN instead. */
+static int no_room(struct store *st)
+{
+    int e = st->db ? sqlite3_system_errno(st->db) : 0;
+    return e == ENOSPC || e == EDQUOT || e == EFBIG;
+}
+
 static int fail(struct store *st, int sqlrc)
 {
     snprintf(st->errmsg, sizeof st->errmsg, "%s", sqlite3_errmsg(st->db));
@@ -142,11 +164,12 @@ static int fail(struct store *st, int sqlrc)
     case SQLITE_LOCKED: return STORE_ERR_BUSY;
     case SQLITE_CORRUPT:
     case SQLITE_NOTADB: return STORE_ERR_CORRUPT;
-    case SQLITE_READONLY:
     case SQLITE_CANTOPEN:
+        return no_room(st) ? STORE_ERR_FULL : STORE_ERR_READONLY;
+    case SQLITE_READONLY:
     case SQLITE_PERM: return STORE_ERR_READONLY;
     case SQLITE_IOERR:
-        return (sqlrc == SQLITE_IOERR_WRITE || sqlrc == SQLITE_IOERR_FSYNC) && errno == ENOSPC
+        return no_room(st) || ((sqlrc == SQLITE_IOERR_WRITE || sqlrc == SQLITE_IOERR_FSYNC) && errno == ENOSPC)
                    ? STORE_ERR_FULL : STORE_ERR_SQL;
     default: return STORE_ERR_SQL;
     }
@@ -187,6 +210,43 @@ static int exec_sql(struct store *st, const char *sql)
         return code;
     }
     return 0;
+}
+
+/* ------------------------------------------------------------ waiting */
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* SQLite's busy handler: another connection holds the lock this one needs.
+ * Wait up to busy_timeout_ms (short sleeps first: most writes take
+ * milliseconds), and once STORE_WAIT_NOTICE_MS have passed tell the
+ * handle's owner, once per wait, with the writer's pid when it is known
+ * (store/lock.h), so a user sees why a command stands still. */
+static int busy_wait(void *arg, int count)
+{
+    static const int delay_ms[] = {1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50};
+    struct store *st = arg;
+    uint64_t now = mono_ms();
+    if (count == 0) {
+        st->busy_t0_ms = now;
+        st->busy_told = 0;
+    }
+    uint64_t waited = now - st->busy_t0_ms;
+    if (waited >= (uint64_t)st->busy_timeout_ms)
+        return 0;
+    if (!st->busy_told && waited >= STORE_WAIT_NOTICE_MS && st->wait_notice) {
+        st->busy_told = 1;
+        st->wait_notice(st->wait_ctx, store_writer_pid(st), st->busy_timeout_ms);
+    }
+    uint64_t d = count < (int)(sizeof delay_ms / sizeof delay_ms[0]) ? (uint64_t)delay_ms[count] : 100;
+    if (waited + d > (uint64_t)st->busy_timeout_ms)
+        d = (uint64_t)st->busy_timeout_ms - waited;
+    usleep((useconds_t)(d * 1000));
+    return 1;
 }
 
 /* Ids are SHA-256 values: random. Indexing all 32 bytes makes every insert
@@ -398,6 +458,9 @@ static int open_mode(const char *path, enum store_mode mode, int version, struct
         snprintf(err, err_len, "out of memory");
         return STORE_ERR_OPEN;
     }
+    st->lock.slot = -1;
+    st->busy_timeout_ms = STORE_BUSY_TIMEOUT_MS;
+    snprintf(st->lock.path, sizeof st->lock.path, "%s.lock", path);
     dir_of(path, dir, sizeof dir);
     /* A mistyped --db must not quietly become a new, empty store (with a
      * new identity): only `kope init` creates one. */
@@ -430,7 +493,7 @@ static int open_mode(const char *path, enum store_mode mode, int version, struct
         goto out;
     }
     sqlite3_extended_result_codes(st->db, 1);
-    sqlite3_busy_timeout(st->db, 5000);
+    sqlite3_busy_handler(st->db, busy_wait, st);
     if (mode == STORE_READONLY) {
         /* Nothing here writes: no journal-mode change, no migration. A WAL
          * store needs its -shm file; in a folder this process cannot write
@@ -452,6 +515,7 @@ static int open_mode(const char *path, enum store_mode mode, int version, struct
                 sqlite3_open_v2(uri, &st->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX,
                                 NULL) == SQLITE_OK) {
                 sqlite3_extended_result_codes(st->db, 1);
+                sqlite3_busy_handler(st->db, busy_wait, st);
                 qrc = scalar(st, "PRAGMA user_version", &v);
             }
         }
@@ -484,11 +548,12 @@ static int open_mode(const char *path, enum store_mode mode, int version, struct
     if ((rc = exec_sql(st, "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;"
                            "PRAGMA foreign_keys = ON; PRAGMA trusted_schema = OFF;"
                            "PRAGMA cache_size = -8192;"))) { /* STORE_CACHE_DEFAULT */
-        snprintf(err, err_len, "%s: not a usable kope store: %s", path, st->errmsg);
+        snprintf(err, err_len, rc == STORE_ERR_FULL ? "%s: disk full: %s" : "%s: not a usable kope store: %s", path,
+                 st->errmsg);
         goto out;
     }
     if (version >= 0 && (rc = migrate(st, version))) {
-        snprintf(err, err_len, "%s: %s", path, st->errmsg);
+        snprintf(err, err_len, rc == STORE_ERR_FULL ? "%s: disk full: %s" : "%s: %s", path, st->errmsg);
         goto out;
     }
     st->version = store_schema_version(st);
@@ -524,13 +589,22 @@ int store_read_only(const struct store *st)
 void store_set_busy_timeout(struct store *st, int timeout_ms)
 {
     if (st && timeout_ms > 0)
-        sqlite3_busy_timeout(st->db, timeout_ms);
+        st->busy_timeout_ms = timeout_ms;
+}
+
+void store_set_wait_notice(struct store *st, store_wait_fn *fn, void *ctx)
+{
+    if (!st)
+        return;
+    st->wait_notice = fn;
+    st->wait_ctx = ctx;
 }
 
 void store_close(struct store *st)
 {
     if (!st)
         return;
+    store_int_lock_close(st);
     for (int i = 0; i < S_N; i++)
         sqlite3_finalize(st->stmts[i]);
     sqlite3_close(st->db);
@@ -557,6 +631,7 @@ const char *store_strerror(int code)
     case STORE_ERR_MISSING: return "store: no store at this path";
     case STORE_ERR_NODIR: return "store: the folder does not exist";
     case STORE_ERR_OLD: return "store: an older schema (a write command migrates it)";
+    case STORE_ERR_LOCKED: return "store: in use by another kope process";
     default: return "store: unknown error";
     }
 }
@@ -607,11 +682,18 @@ static int kinds_add(struct store *st, const char *kind)
     return sqlite3_get_autocommit(st->db) ? kinds_flush(st) : 0;
 }
 
+/* BEGIN IMMEDIATE takes the write lock now (waiting in busy_wait while
+ * another process holds it), so whatever the transaction reads - an
+ * origin's head before its next record - is the latest committed state and
+ * stays so until the commit. */
 int store_begin(struct store *st)
 {
     sqlite3_stmt *s = stmt(st, S_BEGIN);
     memset(st->kinds, 0, sizeof st->kinds);
-    return s ? step_done(st, s) : STORE_ERR_SQL;
+    int rc = s ? step_done(st, s) : STORE_ERR_SQL;
+    if (!rc)
+        store_int_writer_note(st, 1);
+    return rc;
 }
 
 int store_commit(struct store *st)
@@ -620,7 +702,12 @@ int store_commit(struct store *st)
     if (rc)
         return rc;
     sqlite3_stmt *s = stmt(st, S_COMMIT);
-    return s ? step_done(st, s) : STORE_ERR_SQL;
+    if (!s)
+        return STORE_ERR_SQL;
+    /* cleared while the lock is still ours: once COMMIT returns, the next
+     * writer may already have noted itself */
+    store_int_writer_note(st, 0);
+    return step_done(st, s);
 }
 
 void store_rollback(struct store *st)
@@ -629,6 +716,7 @@ void store_rollback(struct store *st)
     st->have_oid = 0;
     if (sqlite3_get_autocommit(st->db))
         return; /* SQLite already rolled back (e.g. after SQLITE_FULL) */
+    store_int_writer_note(st, 0);
     sqlite3_stmt *s = stmt(st, S_ROLLBACK);
     if (s)
         step_done(st, s);
@@ -1230,6 +1318,11 @@ int store_stats_get(struct store *st, struct store_stats *out)
     return 0;
 }
 
+int store_seal(struct store *st)
+{
+    return exec_sql(st, "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode = DELETE;");
+}
+
 int store_integrity_check(struct store *st)
 {
     sqlite3_stmt *s = NULL;
@@ -1279,4 +1372,17 @@ sqlite3 *store_int_db(struct store *st)
 int store_int_fail(struct store *st, int sqlrc)
 {
     return fail(st, sqlrc);
+}
+
+void store_int_set_msg(struct store *st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(st->errmsg, sizeof st->errmsg, fmt, ap);
+    va_end(ap);
+}
+
+struct store_int_lock *store_int_lock(struct store *st)
+{
+    return &st->lock;
 }

@@ -31,6 +31,7 @@ enum store_err {
     STORE_ERR_MISSING = -109,  /* no store at the path (only STORE_CREATE makes one) */
     STORE_ERR_NODIR = -110,    /* the store's folder does not exist */
     STORE_ERR_OLD = -111,      /* older schema: read-only opening cannot migrate it */
+    STORE_ERR_LOCKED = -112,   /* a named lock is held by another live process (store/lock.h) */
 };
 
 #define STORE_SCHEMA_VERSION 8
@@ -96,10 +97,22 @@ int store_read_only(const struct store *st);
 int store_open_at(const char *path, int version, struct store **out, char *err, size_t err_len);
 void store_close(struct store *st);
 /* How long a write waits for another connection's lock before failing with
- * STORE_ERR_BUSY (store_open sets 5000 ms). A sync server's session, whose
- * import holds the write lock while its peer sends, waits as long as it
- * would wait for its own peer (core/graph/sync.c). */
+ * STORE_ERR_BUSY (store_open sets STORE_BUSY_TIMEOUT_MS; the CLI waits
+ * longer, saying so). A sync server's session waits as long as it would
+ * wait for its own peer (core/graph/sync.c). */
+#ifndef STORE_BUSY_TIMEOUT_MS
+#define STORE_BUSY_TIMEOUT_MS 5000
+#endif
 void store_set_busy_timeout(struct store *st, int timeout_ms);
+/* Told once per wait, when a wait for another process's lock has lasted
+ * STORE_WAIT_NOTICE_MS: the writer's pid (0 when unknown, store/lock.h) and
+ * how long the wait may last. Called from inside SQLite's busy handler: it
+ * must not use this store. NULL = silent (the default). */
+#ifndef STORE_WAIT_NOTICE_MS
+#define STORE_WAIT_NOTICE_MS 1000
+#endif
+typedef void store_wait_fn(void *ctx, long writer_pid, int timeout_ms);
+void store_set_wait_notice(struct store *st, store_wait_fn *fn, void *ctx);
 const char *store_errmsg(const struct store *st);
 const char *store_strerror(int code);
 const char *store_sqlite_version(void);
@@ -246,6 +259,13 @@ int store_set_max_bytes(struct store *st, int64_t max_bytes);
 int store_set_cache_bytes(struct store *st, int64_t bytes);
 #define STORE_CACHE_DEFAULT (8ll << 20)
 #define STORE_CACHE_BULK (32ll << 20)
+
+/* Fold the WAL into the main file and leave WAL mode, so that the file
+ * alone is the whole store (no -wal, no -shm once closed): `kope init`
+ * builds a store under a temporary name, seals it, closes it and then gives
+ * it its name, so a failed init leaves no store behind. The next
+ * store_open turns WAL mode on again. */
+int store_seal(struct store *st);
 
 /* Run PRAGMA integrity_check; 0 when "ok", STORE_ERR_CORRUPT with the first
  * message in errmsg otherwise. */

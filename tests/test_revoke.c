@@ -9,9 +9,11 @@
  */
 #include "sync_fixture.h"
 
+#include <signal.h>
 #include <sys/wait.h>
 
 #include "core/err.h"
+#include "net/neterr.h"
 
 /* The fleet policy over one CA set, as `kope graph import` and sync apply it. */
 static int ship_with(struct dev *from, struct dev *to, const char *ca_pem, struct graph_import_stats *st)
@@ -134,9 +136,9 @@ static int64_t exported_max(struct dev *holder, struct dev *d, int64_t *vector)
 }
 
 /* A revokes D; C learns it through B (sync); D's later records are refused
- * by B and C; what C already held after the seq is hidden from best,
- * retrieval's keys, export and C's vector; sync with the hidden part
- * stays consistent (no "lying vector"). */
+ * by B and C, and B refuses D's own sessions; what C already held after the
+ * seq is hidden from best, retrieval's keys, export and C's vector; sync
+ * with the hidden part stays consistent (no "lying vector"). */
 static void test_relay_revocation(void **state)
 {
     (void)state;
@@ -190,10 +192,14 @@ static void test_relay_revocation(void **state)
     assert_true(st.rejected > 0);
     assert_int_equal(origin_seq(&c, &d), m);
     assert_false(visible(&c, task_late, "gelu"));
-    assert_int_equal(client_sync(&d, &sb, &ss), 0);
+    /* ... and D itself is no sync peer of B's any more: B's ERROR frame
+     * says why, nothing of D's session is stored */
+    assert_int_equal(client_sync(&d, &sb, &ss), NET_ERR_PEER);
     srv_wait(&sb, 3);
-    assert_true(ss.peer_rejected > 0);
-    assert_non_null(strstr(ss.peer_error, "is revoked after seq"));
+    assert_non_null(strstr(ss.error, "peer gave up: "));
+    assert_non_null(strstr(ss.error, " is revoked: revocation "));
+    assert_int_equal(sb.last_rc, KOPE_ERR_REVOKED);
+    assert_int_equal(ss.sent, 0);
     assert_int_equal(origin_seq(&b, &d), n);
 
     /* C and B agree now: a second sync is clean both ways, and a fresh
@@ -361,6 +367,113 @@ static void test_cli_revoke(void **state)
     assert_string_equal(out, "0\n");
 }
 
+/* `kope --db DB serve` on a free loopback port in dir, its log in
+ * DB.serve.log; returns its pid once it listens (*port). */
+static pid_t serve_db(const char *dir, const char *db, int *port)
+{
+    const char *k = kope_bin();
+    char log[4200];
+    snprintf(log, sizeof log, "%s/%s.serve.log", dir, db);
+    unlink(log);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (chdir(dir) == 0 && freopen(log, "w", stderr))
+            execl(k, k, "--db", db, "serve", "--listen", "127.0.0.1:0", (char *)NULL);
+        _exit(127);
+    }
+    *port = 0;
+    for (int i = 0; i < test_ms(10000) / 10 && !*port; i++) {
+        usleep(10000);
+        FILE *f = fopen(log, "r");
+        char line[256];
+        while (f && fgets(line, sizeof line, f))
+            if (strstr(line, "listening on"))
+                *port = atoi(strrchr(line, ':') + 1);
+        if (f)
+            fclose(f);
+    }
+    if (*port <= 0)
+        kill(pid, SIGTERM);
+    assert_true(*port > 0);
+    return pid;
+}
+
+static void serve_stop(pid_t pid)
+{
+    int st = 0;
+    kill(pid, SIGTERM);
+    waitpid(pid, &st, 0);
+}
+
+/* Issue 23: the first sync after a revocation, as a user meets it with the
+ * binary. E (holding the CA) revokes F after what E holds of it, while B
+ * holds more of F. E's next sync with B is clean: B's vector claims F
+ * beyond the revocation, which B's delta (capped once B learned the
+ * revocation from E's) cannot bring, and that is no lie. F is told: every
+ * peer that knows the revocation refuses F's sessions with an ERROR frame
+ * naming it, and F's `kope sync` exits 1 saying so; E refuses F as a peer
+ * too, with the reason, not a protocol break. */
+static void test_cli_sync_after_revocation(void **state)
+{
+    (void)state;
+    char out[8192], dir[4096];
+    const char *k = kope_bin();
+    int port;
+    snprintf(dir, sizeof dir, "%s", tpath("cli_sync_revoke"));
+    assert_int_equal(run_cmd(out, sizeof out, "rm -rf %s && mkdir -p %s", dir, dir), 0);
+    int rc = run_cmd(out, sizeof out,
+                     "cd %s && %s --db e.db init && %s --db f.db init && %s --db b.db init && "
+                     "%s --db e.db fleet init && %s --db e.db fleet enroll e1 && %s --db f.db fleet enroll f1 && "
+                     "%s --db b.db fleet enroll b1", dir, k, k, k, k, k, k, k);
+    if (rc)
+        fail_msg("setup: %s", out);
+    /* F and E sync through B; then F records more (each enrollment signs a
+     * checkpoint) and only B gets it */
+    pid_t pid = serve_db(dir, "b.db", &port);
+    int r1 = run_cmd(out, sizeof out, "cd %s && %s --db f.db sync 127.0.0.1:%d && %s --db e.db sync 127.0.0.1:%d && "
+                     "%s --db f.db fleet enroll f1 && %s --db f.db fleet enroll f1 && %s --db f.db sync 127.0.0.1:%d",
+                     dir, k, port, k, port, k, k, k, port);
+    serve_stop(pid);
+    if (r1)
+        fail_msg("first syncs: %s", out);
+    assert_int_equal(run_cmd(out, sizeof out, "cd %s && %s --db e.db fleet revoke f1", dir, k), 0);
+    assert_non_null(strstr(out, "after seq 3 "));
+    assert_int_equal(run_cmd(out, sizeof out, "cd %s && %s --db b.db graph vector | grep -o \"\\\"$(%s --db f.db "
+                             "graph stats | awk '/^device/{print $2}')\\\":[0-9]*\"", dir, k, k), 0);
+    assert_non_null(strstr(out, "\":5")); /* B holds F up to 5, beyond the revocation's 3 */
+
+    /* E <-> B: clean, the revocation reaches B, F after 3 is hidden there */
+    pid = serve_db(dir, "b.db", &port);
+    char out_e[8192], out_f[8192];
+    int re = run_cmd(out_e, sizeof out_e, "cd %s && %s --db e.db sync 127.0.0.1:%d", dir, k, port);
+    int rf = run_cmd(out_f, sizeof out_f, "cd %s && %s --db f.db sync 127.0.0.1:%d", dir, k, port);
+    serve_stop(pid);
+    if (re)
+        fail_msg("E's first sync after the revocation: %s", out_e);
+    assert_null(strstr(out_e, "claimed origin"));
+    /* F is refused by B, which learned the revocation from E */
+    assert_int_equal(rf, 1);
+    if (!strstr(out_f, "refused this device: device f1 (origin ") || !strstr(out_f, ") is revoked: revocation ") ||
+        !strstr(out_f, "after seq 3") || !strstr(out_f, "hint: the fleet revoked this device"))
+        fail_msg("F is not told it is revoked: %s", out_f);
+    char *log = slurp(tpath("cli_sync_revoke/b.db.serve.log"));
+    assert_non_null(strstr(log, "f1 (127.0.0.1): refused: device f1"));
+    free(log);
+
+    /* E with F serving: E refuses F, saying why */
+    pid = serve_db(dir, "f.db", &port);
+    re = run_cmd(out_e, sizeof out_e, "cd %s && %s --db e.db sync 127.0.0.1:%d", dir, k, port);
+    serve_stop(pid);
+    assert_int_equal(re, 1);
+    assert_non_null(strstr(out_e, " is revoked: revocation "));
+    assert_null(strstr(out_e, "broke the sync protocol"));
+    assert_non_null(strstr(out_e, "hint: 127.0.0.1:"));
+    log = slurp(tpath("cli_sync_revoke/f.db.serve.log"));
+    assert_non_null(strstr(log, "peer gave up: device f1"));
+    free(log);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -368,6 +481,7 @@ int main(void)
         cmocka_unit_test(test_forged_revocation_refused),
         cmocka_unit_test(test_lowest_seq_wins),
         cmocka_unit_test(test_cli_revoke),
+        cmocka_unit_test(test_cli_sync_after_revocation),
     };
     return cmocka_run_group_tests(tests, setup_all, teardown_all);
 }

@@ -7,9 +7,17 @@
  * loop, the run.
  *
  * Everything a resumed run needs is read back from the graph and the store,
- * never from memory: the trials of this run are the task's decisions whose
- * body has "run": <this run>, the tuner's order is a function of them, the
- * LLM's feedback is rebuilt from their outcomes.
+ * never from memory: the trials of this run are the task's decisions of this
+ * device whose body has "run": <this run> (a peer's decisions carry the
+ * peer's run numbers: experience, never our trials), the tuner's order is a
+ * function of them, the LLM's feedback is rebuilt from their outcomes.
+ *
+ * Several kope processes may share the store. A run holds a lock for its
+ * whole life ("run:N", store/lock.h), taken in the transaction that finds or
+ * creates its run_state row, so a live run is never taken for an interrupted
+ * one; a task being run is locked too ("task:ID"): a second `kope run` of
+ * the same task is refused, a suite run skips it (and stays resumable).
+ * Between trials the loop looks for SIGINT / SIGTERM (core/interrupt.h).
  */
 #include <math.h>
 #include <stdarg.h>
@@ -29,8 +37,10 @@
 #include "core/agent/queue.h"
 #include "core/task/task.h"
 #include "core/agent/trial.h"
+#include "core/interrupt.h"
 #include "core/util.h"
 #include "net/llm.h"
+#include "store/lock.h"
 #include "store/queue.h"
 #include "store/store.h"
 
@@ -134,8 +144,10 @@ static int task_lookup(struct run *r, const struct task_entry *te, int add, uint
     if (!spec)
         return KOPE_ERR_NOMEM;
     struct find_task f = {spec, r->target, {0}, 0};
-    int rc = store_rec_query(r->g->st, STORE_Q_TASKS, NULL, 0, find_task_cb, &f);
-    if (rc > 0)
+    /* adding: the search and the add in one write transaction, so two runs
+     * starting at once agree on one task record (one tree) */
+    int rc = add ? graph_begin(r->g) : 0;
+    if (!rc && (rc = store_rec_query(r->g->st, STORE_Q_TASKS, NULL, 0, find_task_cb, &f)) > 0)
         rc = 0;
     *found = f.found;
     if (!rc && f.found)
@@ -144,6 +156,12 @@ static int task_lookup(struct run *r, const struct task_entry *te, int add, uint
         rc = graph_blob_put(r->g, te->user->ref, te->user->ref_len, (char[GRAPH_BLOB_REF]){0});
     if (!rc && !f.found && add)
         rc = graph_task_add(r->g, r->target, spec, id);
+    if (add && r->g->in_tx) {
+        if (rc)
+            graph_rollback(r->g);
+        else
+            rc = graph_commit(r->g);
+    }
     cJSON_Delete(spec);
     if (rc)
         return run_fail(r, rc, "task %s: cannot store its record: %s", te->t.name,
@@ -358,6 +376,11 @@ static int run_task(struct run *r, const struct task_entry *te, size_t ti, size_
                 goto out;
             reload = 0;
         }
+        if (interrupt_pending()) {
+            rc = run_fail(r, KOPE_ERR_INTERRUPTED, "run %lld stopped in task %s after trial %zu of %d",
+                          (long long)r->id, t->name, h.n, budget);
+            goto out;
+        }
         if ((int)h.n >= budget || out_of_time(r))
             break;
         int trial = (int)h.n + 1;
@@ -391,7 +414,12 @@ static int run_task(struct run *r, const struct task_entry *te, size_t ti, size_
             break;    /* nobody has anything new for this task */
         if (!pr.proposer)
             pr.proposer = ps[k]->name;
-        if ((rc = trial_run(r, res->task_id, t, trial, &pr, &bc, vd)) || (rc = history_add(r, &h, vd)))
+        if ((rc = trial_run(r, res->task_id, t, trial, &pr, &bc, vd)) == KOPE_ERR_INTERRUPTED) {
+            run_fail(r, rc, "run %lld stopped in task %s after trial %zu of %d (trial %d, in progress, was "
+                     "not recorded: it is redone on resume)", (long long)r->id, t->name, h.n, budget, trial);
+            goto out;
+        }
+        if (rc || (rc = history_add(r, &h, vd)))
             goto out;
         progress(r, ti, nt, t->name, trial, budget, pr.label, vd);
     }
@@ -420,29 +448,98 @@ static void run_key(const struct task_suite *s, const char *task_name, char *key
     snprintf(key, cap, "%s%s%s", s->name, task_name ? "/" : "", task_name ? task_name : "");
 }
 
+static void run_lock_name(int64_t id, char *name, size_t cap)
+{
+    snprintf(name, cap, "run:%lld", (long long)id);
+}
+
+/* The run to resume (the newest "running" row of key whose lock is free: its
+ * process is gone) or a new one, locked for this process's life. Found,
+ * created and locked in one write transaction: another process starting
+ * at the same moment sees the row only once its lock is held. A running
+ * row whose lock is held belongs to a live run: KOPE_ERR_IN_USE. */
 static int run_begin(struct run *r, const char *key, int *resumed)
 {
-    char *cur = NULL;
-    int rc = r->o->fresh ? STORE_ERR_NOTFOUND : store_run_find(r->g->st, key, "running", &r->id, &cur);
+    char *cur = NULL, name[48];
+    long holder = 0;
+    int rc = graph_begin(r->g);
+    if (rc)
+        return run_fail(r, rc, "run state: %s", r->g->err);
+    rc = r->o->fresh ? STORE_ERR_NOTFOUND : store_run_find(r->g->st, key, "running", &r->id, &cur);
     if (rc == 0) {
+        run_lock_name(r->id, name, sizeof name);
+        if ((rc = store_lock_try(r->g->st, name, &holder)) == STORE_ERR_LOCKED) {
+            free(cur);
+            rc = run_fail(r, KOPE_ERR_IN_USE, "%s is being run by pid %ld (run %lld)", key, holder, (long long)r->id);
+            r->id = 0;
+            goto out;
+        }
+        if (rc) {
+            free(cur);
+            rc = run_fail(r, rc, "run lock: %s", store_errmsg(r->g->st));
+            r->id = 0;
+            goto out;
+        }
         r->cursor = cJSON_Parse(cur);
         free(cur);
         *resumed = 1;
         if (r->cursor)
-            return 0;
+            goto out;
+        /* an unreadable cursor: abandon that run */
+        store_lock_release(r->g->st, name);
+        if ((rc = store_run_set(r->g->st, r->id, "abandoned", NULL)))
+            goto out;
     } else if (rc != STORE_ERR_NOTFOUND) {
-        return run_fail(r, rc, "run state: %s", store_errmsg(r->g->st));
+        rc = run_fail(r, rc, "run state: %s", store_errmsg(r->g->st));
+        goto out;
     }
-    if (rc == 0) /* an unreadable cursor: abandon that run */
-        store_run_set(r->g->st, r->id, "abandoned", NULL);
     *resumed = 0;
     r->cursor = cJSON_CreateObject();
-    if (!r->cursor)
-        return KOPE_ERR_NOMEM;
+    if (!r->cursor) {
+        rc = KOPE_ERR_NOMEM;
+        goto out;
+    }
     cJSON_AddNumberToObject(r->cursor, "tokens", 0);
     cJSON_AddArrayToObject(r->cursor, "done");
-    if ((rc = store_run_new(r->g->st, key, "{\"tokens\":0,\"done\":[]}", run_now_ms() / 1000, &r->id)))
-        return run_fail(r, rc, "run state: %s", store_errmsg(r->g->st));
+    if ((rc = store_run_new(r->g->st, key, "{\"tokens\":0,\"done\":[]}", run_now_ms() / 1000, &r->id))) {
+        rc = run_fail(r, rc, "run state: %s", store_errmsg(r->g->st));
+        goto out;
+    }
+    run_lock_name(r->id, name, sizeof name);
+    if ((rc = store_lock_try(r->g->st, name, &holder)))
+        rc = run_fail(r, rc == STORE_ERR_LOCKED ? KOPE_ERR_IN_USE : rc, "run lock: %s", store_errmsg(r->g->st));
+out:
+    if (rc) {
+        graph_rollback(r->g);
+        if (r->id) {
+            run_lock_name(r->id, name, sizeof name);
+            store_lock_release(r->g->st, name);
+        }
+        r->id = 0;
+        return rc;
+    }
+    if ((rc = graph_commit(r->g))) {
+        run_lock_name(r->id, name, sizeof name);
+        store_lock_release(r->g->st, name);
+        r->id = 0;
+        return run_fail(r, rc, "run state: %s", r->g->err);
+    }
+    return 0;
+}
+
+/* The lock of a task for this run: 0 (ours now), KOPE_ERR_IN_USE with the
+ * holder's pid in r->err, or a store code. */
+static int task_claim(struct run *r, const struct task_entry *te, const uint8_t id[32], char *name, size_t cap)
+{
+    char hex[GRAPH_ID_HEX];
+    long holder = 0;
+    util_hex(id, 32, hex);
+    snprintf(name, cap, "task:%s", hex);
+    int rc = store_lock_try(r->g->st, name, &holder);
+    if (rc == STORE_ERR_LOCKED)
+        return run_fail(r, KOPE_ERR_IN_USE, "task %s is being run by pid %ld", te->t.name, holder);
+    if (rc)
+        return run_fail(r, rc, "task %s: lock: %s", te->t.name, store_errmsg(r->g->st));
     return 0;
 }
 
@@ -466,6 +563,7 @@ int agent_run(struct graph *g, const struct agent_opts *o, struct agent_summary 
 {
     struct run r;
     struct task_suite s = {0};
+    char one_lock[80] = "", run_lock[48] = ""; /* the locks this run holds (store/lock.h) */
     int rc;
     memset(&r, 0, sizeof r);
     memset(out, 0, sizeof *out);
@@ -507,8 +605,17 @@ int agent_run(struct graph *g, const struct agent_opts *o, struct agent_summary 
     }
     char key[PLAT_NAME_MAX * 2 + 8];
     run_key(&s, o->task_name, key, sizeof key);
+    if (o->task_name) {
+        /* one task: another live run on it refuses this one before anything
+         * of this run is written */
+        uint8_t id[32];
+        if ((rc = task_record(&r, &s.tasks[lo], id)) ||
+            (rc = task_claim(&r, &s.tasks[lo], id, one_lock, sizeof one_lock)))
+            goto out;
+    }
     if ((rc = run_begin(&r, key, &out->resumed)))
         goto out;
+    run_lock_name(r.id, run_lock, sizeof run_lock);
     out->run = r.id;
     if ((rc = run_open_platform(&r)) || (rc = llm_open(&r)))
         goto out;
@@ -526,7 +633,20 @@ int agent_run(struct graph *g, const struct agent_opts *o, struct agent_summary 
         snprintf(res->family, sizeof res->family, "%s", plat_family_name(t->family));
         if ((rc = task_record(&r, &s.tasks[i], res->task_id)))
             goto out;
-        if ((rc = run_task(&r, &s.tasks[i], i - lo, hi - lo, res)))
+        char task_lock[80];
+        if (!o->task_name && (rc = task_claim(&r, &s.tasks[i], res->task_id, task_lock, sizeof task_lock))) {
+            if (rc != KOPE_ERR_IN_USE)
+                goto out;
+            /* another live run works on it: this run leaves it and stays open */
+            run_say(&r, "[%zu/%zu] %s: skipped: %s; this run stays open (`kope run` again resumes it)\n",
+                    i - lo + 1, hi - lo, t->name, err);
+            err[0] = '\0';
+            continue;
+        }
+        rc = run_task(&r, &s.tasks[i], i - lo, hi - lo, res);
+        if (!o->task_name)
+            store_lock_release(g->st, task_lock);
+        if (rc)
             goto out;
         out->passed += res->passed;
         out->reduced += res->reduced;
@@ -552,8 +672,12 @@ int agent_run(struct graph *g, const struct agent_opts *o, struct agent_summary 
 out:
     out->wall_s = (double)(util_now_ns() - r.t0_ns) / 1e9;
     llm_client_free(r.llm);
-    platform_close(r.p_fast);
+    platform_close(r.p_fast); /* removes their work folders, interrupted or not */
     platform_close(r.p);
+    if (run_lock[0])
+        store_lock_release(g->st, run_lock);
+    if (one_lock[0])
+        store_lock_release(g->st, one_lock);
     cJSON_Delete(r.cursor);
     task_suite_free(&s);
     return rc;

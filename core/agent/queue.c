@@ -11,6 +11,12 @@
  *                   outcome (core/agent/trial.c trial_run)
  * A kill anywhere leaves a row pending (sent again later) or sent (applied
  * later, not asked again): each call is applied exactly once.
+ *
+ * The rows are shared by every kope process on the store (two runs on
+ * different tasks, a `kope queue flush`): a row is sent or applied only by
+ * the process holding its lock ("queue:QID", store/lock.h), which reads the
+ * row again once it holds it; a row another process moved meanwhile is left
+ * alone, so no process fails because another got there first.
  */
 #include "core/agent/queue.h"
 
@@ -27,6 +33,7 @@
 #include "core/agent/trial.h"
 #include "core/util.h"
 #include "net/llm.h"
+#include "store/lock.h"
 #include "store/queue.h"
 #include "store/store.h"
 
@@ -186,7 +193,8 @@ static void reply_cut(const cJSON *kept, struct proposal *pr, char *buf, size_t 
 
 /* The run that queued row (its prompt's "run"), made r's run for one
  * application: *adopted = 1 then (the caller restores r). A prompt that
- * names no run, or a run that is gone, leaves r as it is. */
+ * names no run, or a run that is gone, leaves r as it is. Returns 1 when
+ * that run is live in another kope process (the row is its to apply). */
 static int adopt_run(struct run *r, const struct store_queue_row *row, int *adopted)
 {
     char hex[GRAPH_ID_HEX], *req = NULL, *cur = NULL;
@@ -203,6 +211,14 @@ static int adopt_run(struct run *r, const struct store_queue_row *row, int *adop
     free(req);
     if (!id)
         return 0;
+    char name[32];
+    snprintf(name, sizeof name, "run:%lld", (long long)id);
+    long pid = store_lock_holder(r->g->st, name);
+    if (pid) { /* its trials and cursor are that process's to write */
+        run_say(r, "  llm call %lld belongs to run %lld, live in pid %ld: left for it\n", (long long)row->qid,
+                (long long)id, pid);
+        return 1;
+    }
     rc = store_run_get(r->g->st, id, &cur);
     if (rc == STORE_ERR_NOTFOUND)
         return 0;
@@ -270,7 +286,7 @@ int queue_apply(struct run *r, const struct store_queue_row *row, const struct p
     /* outside a run (`kope queue flush`), the reply is a trial of the run
      * that queued the call: its trial number, its tokens */
     if (!r->id && (rc = adopt_run(r, row, &adopted)))
-        goto out;
+        goto out; /* 1: the run is live elsewhere, the row is left for it */
     if ((rc = run_open_platform(r)) || (rc = history_load(r, row->task, &h)))
         goto out;
     /* a kernel the graph already holds verified with this toolchain is not
@@ -314,9 +330,41 @@ out:
 }
 
 
+struct state_seen {
+    char state[16];
+};
+
+static int state_cb(void *ctx, const struct store_queue_row *row)
+{
+    snprintf(((struct state_seen *)ctx)->state, sizeof ((struct state_seen *)ctx)->state, "%s", row->state);
+    return 0;
+}
+
+/* Claim a row for this process: 1 when its lock is ours and the row is still
+ * in `state` (the caller then releases name), 0 when another process has it
+ * or moved it, or a negative code. */
+static int row_claim(struct run *r, const struct store_queue_row *row, const char *state, char *name, size_t cap)
+{
+    struct state_seen seen = {""};
+    long holder = 0;
+    snprintf(name, cap, "queue:%lld", (long long)row->qid);
+    int rc = store_lock_try(r->g->st, name, &holder);
+    if (rc == STORE_ERR_LOCKED)
+        return 0;
+    if (rc)
+        return rc;
+    rc = store_queue_get(r->g->st, row->qid, state_cb, &seen);
+    if (rc || strcmp(seen.state, state) != 0) {
+        store_lock_release(r->g->st, name);
+        return rc == STORE_ERR_NOTFOUND || !rc ? 0 : rc;
+    }
+    return 1;
+}
+
 int queue_pump(struct run *r, int force, const uint8_t *task, const struct plat_task *tk, int *sent,
                int *applied)
 {
+    char name[48];
     struct rows rs = {0};
     int rc = 0;
     if (r->llm && (force || run_now_ms() >= r->link_retry_ms)) {
@@ -325,7 +373,13 @@ int queue_pump(struct run *r, int force, const uint8_t *task, const struct plat_
         for (size_t i = 0; i < rs.n && r->llm; i++) {
             if (!force && rs.v[i].next_try > run_now_ms())
                 continue;
+            if ((rc = row_claim(r, &rs.v[i], "pending", name, sizeof name)) <= 0) {
+                if (rc < 0)
+                    goto out;
+                continue; /* another kope process is sending it */
+            }
             rc = queue_send(r, &rs.v[i]);
+            store_lock_release(r->g->st, name);
             if (rc < 0)
                 goto out;
             if (rc == 0)
@@ -343,7 +397,16 @@ int queue_pump(struct run *r, int force, const uint8_t *task, const struct plat_
         goto out;
     for (size_t i = 0; i < rs.n; i++) {
         int mine = task && tk && memcmp(rs.v[i].task, task, 32) == 0;
-        if ((rc = queue_apply(r, &rs.v[i], mine ? tk : NULL)))
+        if ((rc = row_claim(r, &rs.v[i], "sent", name, sizeof name)) <= 0) {
+            if (rc < 0)
+                goto out;
+            continue; /* another kope process is applying it */
+        }
+        rc = queue_apply(r, &rs.v[i], mine ? tk : NULL);
+        store_lock_release(r->g->st, name);
+        if (rc == 1)
+            continue; /* its run is live in another process: that run applies it */
+        if (rc)
             goto out;
         if (applied)
             (*applied)++;

@@ -18,7 +18,9 @@
 int queue_send(struct run *r, const struct store_queue_row *row);
 /* Evaluate an answered row's kernel and record it, marking the row done, in
  * one transaction. tk: the row's task when the caller holds it, else NULL
- * (read back from its record). */
+ * (read back from its record). Returns 0, 1 when the run that queued the
+ * call is live in another kope process (nothing done: that run applies it),
+ * or a negative code. */
 int queue_apply(struct run *r, const struct store_queue_row *row, const struct plat_task *tk);
 /* Send what may be sent (all pending when force), then apply every answered
  * row. task/tk: the task the caller holds (its rows are applied with tk), or

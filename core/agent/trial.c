@@ -4,8 +4,9 @@
  * task as the proposers read it; the "already measured" rule.
  *
  * Everything a resumed run needs is read back from the graph and the store,
- * never from memory: the trials of this run are the task's decisions whose
- * body has "run": <this run>.
+ * never from memory: the trials of this run are the task's decisions of
+ * this device (origin) whose body has "run": <this run>. Run numbers are
+ * per store: decisions imported or synced from a peer carry the peer's.
  */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include "core/secret.h"
 #include "core/task/task.h"
 #include "core/agent/trial.h"
+#include "core/interrupt.h"
 #include "core/util.h"
 #include "net/crypto.h"
 #include "store/queue.h"
@@ -511,10 +513,18 @@ static int history_index(const struct run *r, struct history *h)
     h->idx = calloc(h->tree.n + 1, sizeof *h->idx);
     if (!h->idx)
         return KOPE_ERR_NOMEM;
+    char me[GRAPH_ID_HEX];
+    util_hex(r->g->origin, 32, me);
     for (size_t i = 0; i < h->tree.n; i++) {
         const struct graph_node *n = &h->tree.nodes[i];
         const cJSON *run = history_body(&n->dec, "run");
+        const cJSON *origin = cJSON_GetObjectItemCaseSensitive(n->dec.json, "origin");
         if (!r->id || !cJSON_IsNumber(run) || (int64_t)run->valuedouble != r->id || !n->has_outcome)
+            continue;
+        /* run numbers are this store's: a peer's run 1 is experience (in
+         * the tree, the best, the tuner's measured points), never a trial
+         * of our run 1 */
+        if (!cJSON_IsString(origin) || strcmp(origin->valuestring, me) != 0)
             continue;
         h->idx[h->n++] = (int)i;
         const cJSON *tk = history_body(&n->dec, "tokens");
@@ -612,9 +622,20 @@ int trial_run(struct run *r, const uint8_t task[32], const struct plat_task *t, 
     if (rc)
         return rc;
     if ((rc = evaluate(r, t, pr, vd, bc))) {
-        rc = run_fail(r, rc, "task %s: %s", t->name, vd->plat->err);
+        if (interrupt_pending()) /* the platform's child was stopped by the same signal */
+            rc = KOPE_ERR_INTERRUPTED;
+        else
+            rc = run_fail(r, rc, "task %s: %s", t->name, vd->plat->err);
         platform_build_free(vd->plat, &vd->b);
         return rc;
+    }
+    /* A signal during the evaluation: its verdict may be the signal's (a
+     * SIGTERM to the whole process group kills the compiler or the harness
+     * too), so it is not recorded: the step is rolled back, the trial is
+     * redone on resume (the tuner's next point is a function of the record). */
+    if (interrupt_pending()) {
+        platform_build_free(vd->plat, &vd->b);
+        return KOPE_ERR_INTERRUPTED;
     }
     /* diagnostics that quote a secret of kope's (the compiler's kept lines
      * and the reason that quotes their first) are redacted, not refused:

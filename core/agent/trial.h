@@ -176,7 +176,9 @@ int trial_failed_before(const struct run *r, const struct history *h, const char
  * compile, verify, measure, then blobs, decision, outcome, cursor and the
  * queue row (pr->qid) in one transaction. bc: per-task baseline cache or
  * NULL. vd gets the verdict (its build already released). Returns 0, or a
- * code with r->err set (the platform failed, or the store). */
+ * code with r->err set (the platform failed, or the store), or
+ * KOPE_ERR_INTERRUPTED when SIGINT / SIGTERM arrived before the record
+ * (nothing recorded: core/interrupt.h). */
 int trial_run(struct run *r, const uint8_t task[32], const struct plat_task *t, int trial,
               const struct proposal *pr, struct base_cache *bc, struct verdict *vd);
 

@@ -45,6 +45,14 @@ int cli_config_check(struct cli *c);
 /* Print "hint: ..." on stderr: the last line of an error a user can mend,
  * saying what to do next. */
 void cli_hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The hint for a store error a user can mend (disk full, the write lock
+ * held too long, a folder that is not writable); nothing for others. */
+void cli_store_hint(struct cli *c, int rc);
+/* How long a command waits for another kope process's write (it says so
+ * after STORE_WAIT_NOTICE_MS, naming the writer's pid). */
+#ifndef CLI_STORE_WAIT_MS
+#define CLI_STORE_WAIT_MS 60000
+#endif
 
 struct graph;
 /* Path of this device's private key: $KOPE_KEY, else DB.key. */
@@ -55,6 +63,8 @@ const char *cli_key_path(struct cli *c, char *buf, size_t cap);
  * Prints errors and hints; returns a CLI_* code. */
 #define CLI_GRAPH_IDENTITY 1
 #define CLI_GRAPH_READONLY 2
+/* write when the store is writable here, else read-only without a word */
+#define CLI_GRAPH_WRITE_IF_ABLE 4
 int cli_graph_open(struct cli *c, struct graph *g, int flags);
 
 /* True if argv holds -h or --help: every subcommand checks this first. */

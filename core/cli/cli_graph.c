@@ -139,11 +139,17 @@ static int do_export(struct cli *c, int argc, char **argv)
         }
         since = since_buf;
     }
+    /* a writable store signs its head first, so everything goes; one on
+     * read-only media (or another user's) exports what its checkpoints
+     * already cover */
     struct graph g;
-    if (cli_graph_open(c, &g, 0)) {
+    if (cli_graph_open(c, &g, CLI_GRAPH_WRITE_IF_ABLE)) {
         free(since_buf);
         return CLI_FAIL;
     }
+    if (store_read_only(g.st) && g.key)
+        fprintf(stderr, "kope graph export: the store is read-only here: records after this device's last "
+                        "checkpoint stay behind\n");
     FILE *out = outp ? fopen(outp, "w") : stdout;
     if (!out) {
         fprintf(stderr, "kope graph export: %s: %s\n", outp, strerror(errno));

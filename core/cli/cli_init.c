@@ -2,10 +2,14 @@
  * core/cli/cli_init.c - `kope init` and the helpers every command shares
  * (lazy store/config opening, --help detection, the device key path).
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/cli/cli.h"
 #include "core/cli/config.h"
@@ -71,6 +75,36 @@ static void store_dir(const char *path, char *buf, size_t cap)
         snprintf(buf, cap, "%.*s", slash == path ? 1 : (int)(slash - path), path);
 }
 
+/* Said once per wait, from the store's busy handler (store_set_wait_notice):
+ * a command that stands still says why. */
+static void wait_notice(void *ctx, long pid, int timeout_ms)
+{
+    (void)ctx;
+    if (pid)
+        fprintf(stderr, "kope: waiting for the store: pid %ld is writing (waiting up to %d s)\n", pid,
+                timeout_ms / 1000);
+    else
+        fprintf(stderr, "kope: waiting for the store: another process is writing (waiting up to %d s)\n",
+                timeout_ms / 1000);
+}
+
+void cli_store_hint(struct cli *c, int rc)
+{
+    char dir[1024];
+    store_dir(c->db_path, dir, sizeof dir);
+    if (rc == STORE_ERR_FULL)
+        cli_hint("the disk holding %s is full: free space there (df -h %s), then run the same command "
+                 "again; nothing partial was written, what was committed stays", c->db_path,
+                 strchr(c->db_path, '/') ? dir : ".");
+    else if (rc == STORE_ERR_BUSY)
+        cli_hint("another kope process kept the store's write lock for %d s: wait for it to finish (or stop "
+                 "it), then run the same command again", CLI_STORE_WAIT_MS / 1000);
+    else if (rc == STORE_ERR_READONLY)
+        cli_hint("this command writes: %s must be writable (the read-only commands - graph stats/log/dot/"
+                 "show/vector/export, context, report, kernel show, kernels export, queue list - work "
+                 "without that)", dir);
+}
+
 struct store *cli_store_mode(struct cli *c, int mode)
 {
     char err[512], dir[1024];
@@ -79,8 +113,12 @@ struct store *cli_store_mode(struct cli *c, int mode)
     store_close(c->st); /* read-only so far, and now a write is wanted */
     c->st = NULL;
     int rc = store_open_mode(c->db_path, (enum store_mode)mode, &c->st, err, sizeof err);
-    if (!rc)
+    if (!rc) {
+        /* a second kope on the same store waits its turn, saying so */
+        store_set_busy_timeout(c->st, CLI_STORE_WAIT_MS);
+        store_set_wait_notice(c->st, wait_notice, NULL);
         return c->st;
+    }
     fprintf(stderr, "kope: %s\n", err);
     store_dir(c->db_path, dir, sizeof dir);
     switch (rc) {
@@ -93,8 +131,11 @@ struct store *cli_store_mode(struct cli *c, int mode)
         break;
     case STORE_ERR_READONLY:
         cli_hint("kope writes %s-wal and %s-shm beside the store, so %s must be writable for this "
-                 "command; the read-only ones (graph stats/log/dot/show/vector, context, report, "
-                 "queue list) work without that", c->db_path, c->db_path, dir);
+                 "command; the read-only ones (graph stats/log/dot/show/vector/export, context, report, "
+                 "kernel show, kernels export, queue list) work without that", c->db_path, c->db_path, dir);
+        break;
+    case STORE_ERR_FULL:
+        cli_store_hint(c, rc);
         break;
     case STORE_ERR_VERSION:
         cli_hint("this store was written by a newer kope: use that version");
@@ -167,7 +208,17 @@ static void lost_key_hint(struct cli *c, const char *kp)
 
 int cli_graph_open(struct cli *c, struct graph *g, int flags)
 {
-    char kp[4096];
+    char kp[4096], err[512];
+    if ((flags & CLI_GRAPH_WRITE_IF_ABLE) && !c->st) {
+        /* try writing quietly; a store this process cannot write is read */
+        int rc = store_open_mode(c->db_path, STORE_EXISTING, &c->st, err, sizeof err);
+        if (rc == STORE_ERR_READONLY)
+            flags |= CLI_GRAPH_READONLY;
+        else if (!rc) {
+            store_set_busy_timeout(c->st, CLI_STORE_WAIT_MS);
+            store_set_wait_notice(c->st, wait_notice, NULL);
+        }
+    }
     struct store *st = cli_store_mode(c, flags & CLI_GRAPH_READONLY ? STORE_READONLY : STORE_EXISTING);
     if (!st)
         return CLI_FAIL;
@@ -191,6 +242,119 @@ int cli_graph_open(struct cli *c, struct graph *g, int flags)
     }
     g->err[0] = '\0';
     return CLI_OK;
+}
+
+/* ------------------------------------------------------------ kope init */
+
+/* What a new store is built under until it is whole, and its key. */
+static void init_leftovers_remove(const char *tdb, const char *tkey)
+{
+    static const char *const sfx[] = {"", "-wal", "-shm", "-journal", ".lock"};
+    char p[4300];
+    for (size_t i = 0; i < sizeof sfx / sizeof sfx[0]; i++) {
+        snprintf(p, sizeof p, "%s%s", tdb, sfx[i]);
+        (void)unlink(p); /* absent is the usual case */
+    }
+    (void)unlink(tkey);
+}
+
+/* Give a finished file its name, never replacing one that appeared
+ * meanwhile (link fails with EEXIST); where the filesystem has no hard
+ * links (vfat on an SD card), a rename after a last look. 0 or -1 (errno). */
+static int init_place(const char *from, const char *to)
+{
+    struct stat sb;
+    if (link(from, to) == 0)
+        return unlink(from) == 0 || errno == ENOENT ? 0 : -1;
+    if (errno != EPERM && errno != ENOTSUP && errno != EOPNOTSUPP && errno != EMLINK && errno != ENOSYS)
+        return -1;
+    if (lstat(to, &sb) == 0) {
+        errno = EEXIST;
+        return -1;
+    }
+    return rename(from, to);
+}
+
+static void dir_sync(const char *path)
+{
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash == path ? 1 : slash - path) : 1, slash ? path : ".");
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)fsync(fd); /* the names survive a power cut; nothing to do if the folder cannot sync */
+        close(fd);
+    }
+}
+
+/* A new store, all or nothing: built as DB.init-PID with its key as
+ * KEY.init-PID, sealed (the main file alone holds it: store_seal), then the
+ * key and the store get their names. Any failure before that removes
+ * every file it made, so a full disk or a killed init never leaves a
+ * store without its identity for later commands to trip over. */
+static int init_new(struct cli *c, const char *target, const char *kp)
+{
+    char tdb[4200], tkey[4200], err[512], hex[GRAPH_ID_HEX], dir[1024];
+    struct store *st = NULL;
+    struct stat sb;
+    int rc, code = CLI_FAIL, key_placed = 0, e = 0;
+    store_dir(c->db_path, dir, sizeof dir);
+    if (lstat(kp, &sb) == 0) {
+        fprintf(stderr, "kope init: cannot create the key file %s (it must not exist yet)\n", kp);
+        cli_hint("%s is another store's key (or this one's, before its store was lost): pass --db with the "
+                 "store it belongs to, or move it away to start a new identity here", kp);
+        return CLI_FAIL;
+    }
+    snprintf(tdb, sizeof tdb, "%s.init-%ld", c->db_path, (long)getpid());
+    snprintf(tkey, sizeof tkey, "%s.init-%ld", kp, (long)getpid());
+    init_leftovers_remove(tdb, tkey);
+    if ((rc = store_open_mode(tdb, STORE_CREATE, &st, err, sizeof err))) {
+        fprintf(stderr, "kope init: %s\n", err);
+        goto out;
+    }
+    struct graph g;
+    graph_init(&g, st);
+    rc = graph_identity_create(&g, tkey, target);
+    e = errno;
+    if (rc)
+        fprintf(stderr, "kope init: %s\n", g.err[0] ? g.err : kope_strerror(rc));
+    else if ((rc = store_seal(st)))
+        fprintf(stderr, "kope init: %s: %s\n", kope_strerror(rc), store_errmsg(st));
+    util_hex(g.origin, 32, hex);
+    graph_free(&g);
+    store_close(st);
+    st = NULL;
+    if (rc)
+        goto out;
+    if (init_place(tkey, kp) != 0) {
+        e = errno;
+        fprintf(stderr, "kope init: cannot create the key file %s: %s\n", kp, strerror(e));
+        goto out;
+    }
+    key_placed = 1;
+    if (init_place(tdb, c->db_path) != 0) {
+        e = errno;
+        fprintf(stderr, "kope init: cannot create %s: %s\n", c->db_path, strerror(e));
+        goto out;
+    }
+    dir_sync(kp);
+    dir_sync(c->db_path);
+    printf("initialised %s\n  device %s (target %s)\n  key    %s (keep it private; back it up with the store)\n",
+           c->db_path, hex, target, kp);
+    code = CLI_OK;
+out:
+    if (code != CLI_OK) {
+        if (key_placed)
+            (void)unlink(kp); /* ours, made a moment ago: the store did not follow */
+        if (rc == STORE_ERR_FULL || e == ENOSPC || e == EDQUOT || e == EFBIG)
+            cli_hint("the disk holding %s is full: free space there (df -h %s) and run `kope init` again; "
+                     "nothing was created", c->db_path, strchr(c->db_path, '/') ? dir : ".");
+        else
+            cli_hint("nothing was created: mend the cause above and run `kope init` again");
+    }
+    store_close(st);
+    init_leftovers_remove(tdb, tkey);
+    return code;
 }
 
 int cli_init(struct cli *c, int argc, char **argv)
@@ -226,12 +390,21 @@ int cli_init(struct cli *c, int argc, char **argv)
         fprintf(stderr, "kope init: --target must be 1 to 31 characters\n");
         return CLI_USAGE;
     }
+    /* a new store is made whole or not at all; an existing one (of an
+     * older kope, or one whose identity is missing) is opened in place */
+    struct stat sb;
+    char dir[1024];
+    store_dir(c->db_path, dir, sizeof dir);
+    cli_key_path(c, kp, sizeof kp);
+    if (lstat(c->db_path, &sb) != 0 && errno == ENOENT &&
+        stat(strchr(c->db_path, '/') ? dir : ".", &sb) == 0)
+        return init_new(c, target, kp);
     struct store *st = cli_store_mode(c, STORE_CREATE);
     if (!st)
         return CLI_FAIL;
     struct graph g;
     graph_init(&g, st);
-    int rc = graph_identity_create(&g, cli_key_path(c, kp, sizeof kp), target);
+    int rc = graph_identity_create(&g, kp, target);
     int had_identity = rc == KOPE_ERR_EXISTS && strstr(g.err, "already has a device identity");
     if (had_identity && (rc = graph_identity_load(&g, kp)) == 0) {
         util_hex(g.origin, 32, hex);

@@ -518,7 +518,7 @@ static int kernel_show(struct cli *c, int argc, char **argv)
     int node = -1, ret = CLI_FAIL;
     char err[512], date[32];
     memset(&k, 0, sizeof k);
-    if (cli_graph_open(c, &g, 0))
+    if (cli_graph_open(c, &g, CLI_GRAPH_READONLY)) /* reads only: works on read-only media */
         return CLI_FAIL;
     int rc = resolve(&g, what, &t, &node, err, sizeof err);
     if (rc) {
@@ -1218,7 +1218,7 @@ static int kernels_export(struct cli *c, int argc, char **argv)
     size_t nk = 0, nr = 0;
     char err[1024] = "", date[32];
     date_now(date, sizeof date);
-    if (cli_graph_open(c, &g, 0)) {
+    if (cli_graph_open(c, &g, CLI_GRAPH_READONLY)) { /* reads the store only: works on read-only media */
         free(want);
         return CLI_FAIL;
     }

@@ -21,6 +21,7 @@
 #include "core/cli/config.h"
 #include "core/context/context.h"
 #include "core/err.h"
+#include "core/interrupt.h"
 #include "core/graph/graph.h"
 #include "core/cli/llm_conf.h"
 #include "core/task/task.h"
@@ -195,6 +196,18 @@ static int run_unmeasured(const struct agent_summary *s)
     return n;
 }
 
+/* The command that resumes an interrupted run: the same one (the run is
+ * found by its suite and task), without --fresh. */
+static void resume_hint(struct cli *c, int argc, char **argv)
+{
+    char line[2048];
+    size_t n = (size_t)snprintf(line, sizeof line, "kope --db %s run", c->db_path);
+    for (int i = 1; i < argc && n < sizeof line; i++)
+        if (strcmp(argv[i], "--fresh") != 0)
+            n += (size_t)snprintf(line + n, sizeof line - n, " %s", argv[i]);
+    cli_hint("resume it with the same command: %s", line);
+}
+
 int cli_run(struct cli *c, int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) {
@@ -359,7 +372,18 @@ int cli_run(struct cli *c, int argc, char **argv)
            o.llm ? "the LLM (queued while the link is down), the target's starter and tuner"
                  : "the target's starter and the offline tuner (no LLM)");
     fflush(stdout);
+    /* from here a Ctrl-C or a SIGTERM stops the run at the next trial
+     * boundary, through the cleanup below (core/interrupt.h) */
+    interrupt_install();
     int rc = agent_run(&g, &o, &sum, err, sizeof err);
+    if (rc == KOPE_ERR_INTERRUPTED) {
+        int sig = interrupt_pending();
+        fprintf(stderr, "kope run: interrupted by %s: %s; its work folders are removed\n", interrupt_name(sig),
+                err[0] ? err : kope_strerror(rc));
+        resume_hint(c, argc, argv);
+        ret = 128 + sig;
+        goto out;
+    }
     if (rc) {
         fprintf(stderr, "kope run: %s\n", err[0] ? err : kope_strerror(rc));
         if (rc == KOPE_ERR_NOTFOUND) {
@@ -367,6 +391,11 @@ int cli_run(struct cli *c, int argc, char **argv)
                      o.suite_path ? o.suite_path : "");
             ret = CLI_USAGE;
         }
+        else if (rc == KOPE_ERR_IN_USE)
+            cli_hint("one `kope run` per task at a time: wait for that one to end (or stop it: kill -INT "
+                     "PID), or run another task");
+        else
+            cli_store_hint(c, rc);
         goto out;
     }
     print_table(&sum, stdout);

@@ -770,10 +770,21 @@ static int sync_one(struct cli *c, struct fleet_ctx *f, const char *peer)
            peer, st.peer, net_peer_tls_version(p), (long long)st.sent, (long long)st.peer_accepted,
            (long long)st.accepted, (long long)st.duplicates, (long long)st.rejected,
            (unsigned long long)st.bytes_sent, (unsigned long long)st.bytes_received);
-    if (rc) {
+    /* the peer's ERROR frame says this device is revoked (core/graph/sync.c) */
+    int revoked_here = rc == NET_ERR_PEER && strstr(st.error, "peer gave up: ") && strstr(st.error, " is revoked: ");
+    if (revoked_here) {
+        fprintf(stderr, "kope sync: %s refused this device: %s\n", peer, strstr(st.error, "peer gave up: ") + 14);
+        cli_hint("the fleet revoked this device: its records after that seq are refused everywhere. A "
+                 "recovered device starts again as a new one: a new store (`kope --db NEW.db init`) and "
+                 "a new certificate (`kope fleet enroll NAME` with the fleet CA)");
+    } else if (rc) {
         fprintf(stderr, "kope sync: %s: %s [%s]%s\n", peer, st.error[0] ? st.error : kope_strerror(rc),
                 kope_strerror(rc), net_err_retryable(rc) ? " (retry: committed runs are kept)" : "");
-        sync_hint(rc, peer);
+        if (rc == KOPE_ERR_REVOKED) /* we refused a revoked device */
+            cli_hint("%s's device is revoked in this store: take it out of the config's \"peers\"; its records "
+                     "up to the revocation's seq still reach us through other peers", peer);
+        else
+            sync_hint(rc, peer);
     }
     if (!rc && st.peer_rejected) {
         fprintf(stderr, "kope sync: %s refused %lld of our records: %s\n", peer, (long long)st.peer_rejected,
@@ -785,10 +796,10 @@ static int sync_one(struct cli *c, struct fleet_ctx *f, const char *peer)
         graph_free(&g);
         return CLI_FAIL;
     }
-    if (rc)
+    if (rc && rc != KOPE_ERR_REVOKED)
         net_peer_abort(p);
     else
-        net_peer_close(p);
+        net_peer_close(p); /* a refusal: the ERROR frame arrives whole */
     graph_free(&g);
     return rc ? CLI_FAIL : CLI_OK;
 }

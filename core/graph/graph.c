@@ -214,6 +214,11 @@ out:
 
 /* ------------------------------------------------------------------ transactions */
 
+/* Our next seq and chain link are read here, inside the write transaction:
+ * another kope process on the same store (a probe, a second run, `kope
+ * fleet enroll`) may have appended to our chain since we last looked, and
+ * BEGIN IMMEDIATE holds the write lock until our commit, so the head read
+ * now is the one our records follow. */
 int graph_begin(struct graph *g)
 {
     if (g->in_tx)
@@ -221,6 +226,10 @@ int graph_begin(struct graph *g)
     int rc = store_begin(g->st);
     if (rc)
         return seterr(g, rc, "%s", store_errmsg(g->st));
+    if (g->key && (rc = load_own_head(g))) {
+        store_rollback(g->st);
+        return seterr(g, rc, "reading our chain head: %s", store_errmsg(g->st));
+    }
     g->in_tx = 1;
     return 0;
 }
@@ -558,11 +567,23 @@ static int checkpoint_sign(struct graph *g);
 
 int graph_checkpoint(struct graph *g)
 {
+    int rc;
     if (!g->key)
         return seterr(g, KOPE_ERR_NOINIT, "no device identity loaded");
-    if (g->seq == 0 || g->ckpt_seq == g->seq)
+    if (g->in_tx)
+        return g->seq == 0 || g->ckpt_seq == g->seq ? 0 : checkpoint_sign(g);
+    /* whether the head is covered is only known inside the transaction */
+    if ((rc = graph_begin(g)))
+        return rc;
+    if (g->seq == 0 || g->ckpt_seq == g->seq) {
+        graph_rollback(g);
         return 0;
-    return checkpoint_sign(g);
+    }
+    if ((rc = checkpoint_sign(g))) {
+        graph_rollback(g);
+        return rc;
+    }
+    return graph_commit(g);
 }
 
 int graph_cert_set(struct graph *g, const char *cert_hex)
@@ -586,13 +607,16 @@ int graph_cert_set(struct graph *g, const char *cert_hex)
     return graph_commit(g);
 }
 
-/* Append a checkpoint over the current head (even one already covered). */
+/* Append a checkpoint over the current head (even one already covered),
+ * inside the caller's transaction: the head it signs is the one read there. */
 static int checkpoint_sign(struct graph *g)
 {
     int rc;
     uint8_t sig[NET_SIG_MAX];
     size_t sig_len = 0;
     char hex[2 * NET_SIG_MAX + 1];
+    if (!g->in_tx)
+        return seterr(g, KOPE_ERR_INTERNAL, "checkpoint outside a transaction");
     if ((rc = net_key_sign(g->key, g->head, sig, sizeof sig, &sig_len)))
         return seterr(g, rc, "signing failed");
     util_hex(sig, sig_len, hex);
@@ -603,20 +627,10 @@ static int checkpoint_sign(struct graph *g)
         cJSON_Delete(body);
         return KOPE_ERR_NOMEM;
     }
-    int own_tx = !g->in_tx;
-    if (own_tx && (rc = graph_begin(g)))
-        goto out;
     char target[32] = "any";
-    if ((rc = append_locked(g, "checkpoint", target, NULL, 0, body, NULL)) ||
-        (rc = store_origin_set_ckpt(g->st, g->origin, g->seq))) {
-        if (own_tx)
-            graph_rollback(g);
-        goto out;
-    }
-    g->ckpt_seq = g->seq;
-    if (own_tx)
-        rc = graph_commit(g);
-out:
+    if (!(rc = append_locked(g, "checkpoint", target, NULL, 0, body, NULL)) &&
+        !(rc = store_origin_set_ckpt(g->st, g->origin, g->seq)))
+        g->ckpt_seq = g->seq;
     cJSON_Delete(body);
     return rc;
 }
@@ -1304,7 +1318,8 @@ int graph_export(struct graph *g, const char *since_json, FILE *out, int64_t *n_
             goto out;
         }
     }
-    if (g->key && (rc = graph_checkpoint(g)))
+    /* a read-only store cannot sign: it exports what is already covered */
+    if (g->key && !store_read_only(g->st) && (rc = graph_checkpoint(g)))
         goto out;
     if ((rc = store_origin_each(g->st, origin_collect, &l)))
         goto out;

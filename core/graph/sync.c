@@ -470,18 +470,53 @@ int sync_revoke_check(void *ctx, const uint8_t origin[32], const uint8_t digest[
     return net_trust_revoke_check(ctx, der, n / 2, origin, digest, sig, m / 2, why, why_cap) ? KOPE_ERR_TRUST : 0;
 }
 
+/* A peer whose own device is revoked here is no sync partner: it gets an
+ * ERROR frame saying so (the session's error, sent at its end), and its
+ * `kope sync` exits 1 with that text. The check is on its TLS certificate's
+ * key, the same key its records' origin is the hash of. */
+static int peer_not_revoked(struct sess *s)
+{
+    uint8_t o[32];
+    struct store_revoked v;
+    char oh[GRAPH_ID_HEX], idh[GRAPH_ID_HEX];
+    if (net_peer_origin(s->p, o))
+        return 0; /* no certificate: the handshake would not have passed */
+    int rc = store_revoked_get(s->g->st, o, &v);
+    if (rc == STORE_ERR_NOTFOUND)
+        return 0;
+    if (rc)
+        return fail(s, rc, "reading revocations: %s", store_errmsg(s->g->st));
+    util_hex(o, 32, oh);
+    util_hex(v.id, 32, idh);
+    return fail(s, KOPE_ERR_REVOKED,
+                "device %s (origin %.12s) is revoked: revocation %.12s refuses its records after seq %lld "
+                "fleet-wide; it is no longer a sync peer", s->st->peer, oh, idh, (long long)v.after_seq);
+}
+
 /* After the peer's delta: every origin its vector claims beyond ours should
- * now be here up to that seq. If not, it lied (or its records failed). */
+ * now be here up to that seq. If not, it lied (or its records failed).
+ * An origin revoked here after seq N (its revocation may have arrived in
+ * this very session, in either delta) is owed only up to N: what the peer
+ * holds after N is refused by the importer (each refusal counted and
+ * reported in DONE, naming the revocation) or hidden from the peer's own
+ * export, so a claim beyond N is not a lie. A claim at or below N, and any
+ * claim for an origin no revocation covers, is checked as always. */
 static int check_claims(struct sess *s, const cJSON *peer_vec, const cJSON *our_vec)
 {
     for (const cJSON *e = peer_vec->child; e; e = e->next) {
         uint8_t o[32];
         struct store_origin so;
+        struct store_revoked v;
         const cJSON *mine = cJSON_GetObjectItemCaseSensitive(our_vec, e->string);
         double had = cJSON_IsNumber(mine) ? mine->valuedouble : 0;
         if (e->valuedouble <= had || util_unhex(e->string, o, 32))
             continue;
-        int rc = store_origin_get(s->g->st, o, &so);
+        int rc = store_revoked_get(s->g->st, o, &v);
+        if (rc && rc != STORE_ERR_NOTFOUND)
+            return rc;
+        if (!rc && e->valuedouble > (double)v.after_seq)
+            continue;
+        rc = store_origin_get(s->g->st, o, &so);
         int64_t now = rc == 0 ? so.ckpt_seq : 0;
         if (rc && rc != STORE_ERR_NOTFOUND)
             return rc;
@@ -646,7 +681,13 @@ int sync_session(struct graph *g, struct net_peer *p, int is_client, const struc
         rc = fail(&s, rc ? rc : KOPE_ERR_NOMEM, "cannot read our version vector");
         goto out;
     }
+    /* A revoked peer is refused where it has nothing unread in flight: the
+     * client before it sends its vector, the server once it has read the
+     * client's (then the client waits for ours and reads the ERROR instead,
+     * with no reset overtaking it) */
     if (is_client) {
+        if ((rc = peer_not_revoked(&s)))
+            goto out;
         if ((rc = net_peer_frame_write(p, NET_SYNC_VECTOR, ours, strlen(ours))) || (rc = recv_vector(&s, &peer_vec)))
             goto out;
         if ((rc = send_delta(&s, peer_vec)) || (rc = recv_done(&s)))
@@ -655,7 +696,7 @@ int sync_session(struct graph *g, struct net_peer *p, int is_client, const struc
         if ((rc = check_claims(&s, peer_vec, our_vec)))
             goto out;
     } else {
-        if ((rc = recv_vector(&s, &peer_vec)) ||
+        if ((rc = recv_vector(&s, &peer_vec)) || (rc = peer_not_revoked(&s)) ||
             (rc = net_peer_frame_write(p, NET_SYNC_VECTOR, ours, strlen(ours))))
             goto out;
         import_rc = recv_delta(&s);
@@ -880,7 +921,7 @@ out:
             break;
         }
     pthread_mutex_unlock(&srv_mu);
-    if (rc && rc != NET_ERR_BUSY && rc != NET_ERR_PEER_CERT)
+    if (rc && rc != NET_ERR_BUSY && rc != NET_ERR_PEER_CERT && rc != KOPE_ERR_REVOKED)
         net_peer_abort(sl->p);
     else
         net_peer_close(sl->p); /* a refusal: let the ERROR frame or the TLS alert arrive (no RST) */

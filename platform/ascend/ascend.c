@@ -45,6 +45,7 @@
 #include "platform/diag.h"
 #include "platform/embed.h"
 #include "platform/judge/report.h"
+#include "platform/workdir.h"
 /* the case list the host program runs (one copy, shared with it and the K3 harness) */
 #define KOPE_HARNESS_HOST_ONLY
 #include "platform/judge/verdict.h"
@@ -104,6 +105,7 @@ static int asc_open(struct platform *p)
     if (!a)
         return plat_set_err(p, PLAT_ERR_NOMEM, "out of memory");
     p->priv = a;
+    a->work_lock = -1;
     const struct plat_settings *s = &p->set;
     struct asc_toolkit *tk = &a->tk;
     /* platform.ascend.*: the CANN toolkit root (NULL = $ASCEND_HOME_PATH,
@@ -122,9 +124,10 @@ static int asc_open(struct platform *p)
         mkdir(a->work, 0700);
     } else {
         const char *tmp = getenv("TMPDIR");
-        snprintf(a->work, sizeof a->work, "%.150s/kope-ascend-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-        if (!mkdtemp(a->work))
-            return plat_set_err(p, PLAT_ERR_WORKDIR, "mkdtemp %.150s: %.100s", a->work, strerror(errno));
+        char base[160];
+        snprintf(base, sizeof base, "%.150s", tmp && *tmp ? tmp : "/tmp");
+        if (plat_workdir_make(base, "kope-ascend", a->work, sizeof a->work, &a->work_lock) != 0)
+            return plat_set_err(p, PLAT_ERR_WORKDIR, "mkdtemp %.150s/kope-ascend-*: %.100s", base, strerror(errno));
         a->own_work = 1;
     }
     int rc = rt_write(p, a);
@@ -161,7 +164,7 @@ static void asc_close(struct platform *p)
     if (!a)
         return;
     if (a->own_work && a->work[0])
-        proc_rm_tree(a->work);
+        plat_workdir_remove(a->work, a->work_lock);
     free(a);
     p->priv = NULL;
 }
@@ -442,7 +445,7 @@ static void asc_build_free(struct platform *p, struct plat_build *b)
 struct hrun {
     struct proc_result res;
     char out[1024];
-    struct plat_report r;         /* what the host program printed (platform/report.h) */
+    struct plat_report r;         /* what the host program printed (platform/judge/report.h) */
     char refused[200];            /* why the report is not trusted ("" = it is) */
 };
 
@@ -643,7 +646,7 @@ static int host_run(struct platform *p, const struct plat_task *t, const struct 
     return 0;
 }
 
-/* The run's fate: the rule every target shares (platform/report.h), with
+/* The run's fate: the rule every target shares (platform/judge/report.h), with
  * kope's own check of the report (report_check) as the refusal. */
 static void classify(const struct hrun *h, enum plat_fail *reason, int *sig, char *detail, size_t dl)
 {

@@ -76,6 +76,7 @@ struct ascend {
     int block_dim;                /* blocks launched per call */
     char work[200];
     int own_work;
+    int work_lock;            /* its held .owner lock (platform/workdir.h), -1 = none */
     uint64_t next_id;
 };
 

@@ -49,6 +49,7 @@
 #include "platform/k3/k3_templates.h"
 #include "platform/noise.h"
 #include "platform/judge/report.h"
+#include "platform/workdir.h"
 #define KOPE_HARNESS_HOST_ONLY
 #include "platform/judge/hargs.h"
 
@@ -456,6 +457,7 @@ static int k3_open(struct platform *p)
     if (!(k->view = malloc(sizeof *k->view)))
         return plat_set_err(p, PLAT_ERR_NOMEM, "out of memory");
     toolview_init(k->view);
+    k->work_lock = -1;
     struct utsname u;
     /* uname says riscv64 under qemu-user too (the riscv64 kope's own tests
      * run that way): only a real RISC-V kernel lists the harts' ISA in
@@ -504,9 +506,9 @@ static int k3_open(struct platform *p)
         return plat_set_err(p, PLAT_ERR_WORKDIR, "work dir path too long (max 150): %.200s", base);
     if (s->work_dir && *s->work_dir)
         mkdir(base, 0700); /* may exist */
-    snprintf(k->work, sizeof k->work, "%s/kope-k3-XXXXXX", base);
-    if (!mkdtemp(k->work))
-        return plat_set_err(p, PLAT_ERR_WORKDIR, "mkdtemp %.300s: %.100s", k->work, strerror(errno));
+    /* kope-k3-PID-XXXXXX: the folders of dead kope processes go first */
+    if (plat_workdir_make(base, "kope-k3", k->work, sizeof k->work, &k->work_lock) != 0)
+        return plat_set_err(p, PLAT_ERR_WORKDIR, "mkdtemp %.150s/kope-k3-*: %.100s", base, strerror(errno));
     k->own_work = 1;
     /* absolute: harness runs chdir into their build dir */
     char *abs = realpath(k->work, NULL);
@@ -535,7 +537,7 @@ static void k3_close(struct platform *p)
     if (!k)
         return;
     if (k->own_work && k->work[0])
-        proc_rm_tree(k->work);
+        plat_workdir_remove(k->work, k->work_lock);
     free(k->inc_direct);
     free(k->inc_closure);
     free(k->view);
@@ -1309,7 +1311,7 @@ struct hrun {
     struct proc_result res;
     char out[1024];               /* first bytes of the run's stdout/stderr: never
                                      copied into a verdict (the candidate wrote it) */
-    struct plat_report r;         /* what the judge reported (platform/report.h) */
+    struct plat_report r;         /* what the judge reported (platform/judge/report.h) */
     int reduced_shape;            /* verify: the task case was cut (emulation cap) */
     int icount_expected;          /* counted calls the judge made ("icount_region") */
     long icount_pid[PLAT_MAX_BASELINES + 1]; /* the process the judge made each in */
@@ -1571,7 +1573,7 @@ static int harness_run(struct platform *p, const struct plat_task *t, const stru
     return 0;
 }
 
-/* The run's fate: the rule every target shares (platform/report.h). */
+/* The run's fate: the rule every target shares (platform/judge/report.h). */
 static void classify(const struct hrun *h, enum plat_fail *reason, int *sig, char *detail,
                      size_t dl)
 {

@@ -45,6 +45,7 @@ struct k3 {
     int is_clang;
     char work[200];           /* work dir; removed at close when own_work */
     int own_work;
+    int work_lock;            /* its held .owner lock (platform/workdir.h), -1 = none */
     char rt[210];             /* work/rt: harness sources and objects */
     int rt_built;
     char blas_dir[256];       /* riscv64 sysroot with libopenblas.a, "" = none */
