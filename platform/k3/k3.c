@@ -106,35 +106,39 @@ static int file_exists(const char *path)
     return stat(path, &st) == 0;
 }
 
-/* Is argv[0] of cmd an executable in PATH (or a path)? */
-static int cmd_found(const char *cmd)
+/* The path of command cmd (its first word) in PATH, into out: 0, or -1 when
+ * it is not found or the path does not fit. */
+static int cmd_path(const char *cmd, char *out, size_t cap)
 {
-    char first[256];
     size_t n = strcspn(cmd, " \t");
-    if (n == 0 || n >= sizeof first)
-        return 0;
-    memcpy(first, cmd, n);
-    first[n] = '\0';
-    if (strchr(first, '/'))
-        return access(first, X_OK) == 0;
+    if (n == 0 || n >= cap)
+        return -1;
+    if (memchr(cmd, '/', n)) {
+        snprintf(out, cap, "%.*s", (int)n, cmd);
+        return access(out, X_OK) == 0 ? 0 : -1;
+    }
     const char *path = getenv("PATH");
     if (!path)
         path = "/usr/bin:/bin";
-    char dir[1024];
     while (*path) {
         size_t dl = strcspn(path, ":");
-        if (dl && dl + n + 2 < sizeof dir) {
-            memcpy(dir, path, dl);
-            dir[dl] = '/';
-            memcpy(dir + dl + 1, first, n + 1);
-            if (access(dir, X_OK) == 0)
-                return 1;
+        if (dl && dl + n + 2 <= cap) {
+            snprintf(out, cap, "%.*s/%.*s", (int)dl, path, (int)n, cmd);
+            if (access(out, X_OK) == 0)
+                return 0;
         }
         path += dl;
         if (*path == ':')
             path++;
     }
-    return 0;
+    return -1;
+}
+
+/* Is argv[0] of cmd an executable in PATH (or a path)? */
+static int cmd_found(const char *cmd)
+{
+    char path[1024];
+    return cmd_path(cmd, path, sizeof path) == 0;
 }
 
 /* ----------------------------------------------------- running commands --- */
@@ -157,8 +161,10 @@ static int run_tool(struct platform *p, struct proc_cmd *c, char *diag, size_t d
     int timeout = p->set.compile_timeout_ms > 0 ? p->set.compile_timeout_ms
                   : k->vm ? K3_COMPILE_TIMEOUT_MS_VM : K3_COMPILE_TIMEOUT_MS;
     int bare = (p->set.flags & PLAT_SET_UNSAFE_NO_ISOLATION) != 0;
-    const char *extra[3] = {NULL, NULL, NULL}, *view[PROC_VIEW_MAX + 1];
+    const char *extra[4] = {NULL, NULL, NULL, NULL}, *view[PROC_VIEW_MAX + 1];
     int ne = 0;
+    if (k->tool_extra[0]) /* a tool outside the compiler's own view (objcopy) */
+        extra[ne++] = k->tool_extra;
     if (strcmp(rw_dir, k->rt) != 0)
         extra[ne++] = k->rt;
     if (with_deps && k->blas_dir[0])
@@ -1281,15 +1287,25 @@ static int k3_object_export(struct platform *p, const struct plat_build *b, cons
     char bdir[K3_PATH_MAX + 32];
     snprintf(bdir, sizeof bdir, "%s/c%llu", k->work, (unsigned long long)b->id);
     snprintf(shipped, sizeof shipped, "%s/export.o", bdir);
+    /* objcopy reads the candidate's object (hostile bytes): it runs in the
+     * compile sandbox, whose view is the compiler's, so its own path (found
+     * in PATH here; /usr/lib, where its libraries live, is in the view) is
+     * added to the view for this run */
+    char tool_path[K3_PATH_MAX];
+    if (cmd_path(tool, tool_path, sizeof tool_path) != 0)
+        return plat_set_err(p, PLAT_ERR_NO_TOOLCHAIN, "%s: not found in PATH", tool);
     struct proc_cmd c;
     struct proc_result res;
     proc_cmd_init(&c);
-    proc_cmd_split(&c, tool);
+    proc_cmd_arg(&c, "%s", tool_path);
     proc_cmd_arg(&c, "--redefine-sym");
     proc_cmd_arg(&c, "kope_kernel=%s", symbol);
     proc_cmd_arg(&c, "%s", b->object);
     proc_cmd_arg(&c, "%s", shipped);
-    if ((rc = run_tool(p, &c, diag, sizeof diag, &res, bdir, 0)))
+    snprintf(k->tool_extra, sizeof k->tool_extra, "%s", tool_path);
+    rc = run_tool(p, &c, diag, sizeof diag, &res, bdir, 0);
+    k->tool_extra[0] = '\0';
+    if (rc)
         return rc;
     if (!tool_ok(&res))
         return plat_set_err(p, PLAT_ERR_NO_TOOLCHAIN, "%s --redefine-sym failed: %.300s", tool, diag);

@@ -58,6 +58,7 @@ struct k3 {
     char *inc_closure;        /* every file those headers read */
     char isolation[160];      /* what isolated the last harness run (proc_result.isolation) */
     struct toolview *view;    /* what a sandboxed compile or link sees (found at open) */
+    char tool_extra[K3_PATH_MAX]; /* one more path for the next run_tool's view, "" = none */
     char compile_isolation[160]; /* what isolated the last compiler run */
     int ld_no_deplibs;        /* the linker takes --no-dependent-libraries (lld) */
     struct k3_names *hdr_names; /* identifiers of the allowed headers (k3_names_load), NULL
