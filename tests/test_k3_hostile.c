@@ -602,6 +602,12 @@ static void test_icount_markers_forged(void **state)
         /* a forked helper closes the region it inherited at once and exits,
          * writing a block with one tiny region */
         MARK_HEAD "  if (fork() == 0) { kope_icount_end(0); _exit(0); }\n" VADD_BODY "}\n",
+        /* the session-5 red team's class: the work done by a forked child
+         * (the shared output is its to write), the counted parent only waits;
+         * the child's block closes no region of its own, so without the
+         * plugin's fork count the parent's tiny region was claimed */
+        MARK_HEAD "  int pid = fork();\n  if (pid == 0) {\n" VADD_BODY "    _exit(0);\n  }\n"
+        "  int waitpid(int, int *, int); int st; if (pid > 0) waitpid(pid, &st, 0);\n}\n",
     };
     P->set.flags |= PLAT_SET_UNSAFE_NO_SCREEN;
     for (size_t i = 0; i < sizeof forged / sizeof forged[0]; i++) {

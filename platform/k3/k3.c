@@ -1369,10 +1369,21 @@ static void icount_take(char *text, size_t len, struct hrun *h)
         bl = body;
         char save = p[bl];
         p[bl] = '\0';
-        const char *vc = strstr(p, " vcpus "), *st = strstr(p, " stray "), *pp = strstr(p, " pid ");
+        const char *vc = strstr(p, " vcpus "), *st = strstr(p, " stray "), *pp = strstr(p, " pid "),
+                   *fk = strstr(p, " forks ");
         int vcpus = vc ? atoi(vc + 7) : 1;
-        long stray = st ? atol(st + 7) : 0, pid = pp ? atol(pp + 5) : -1;
+        long stray = st ? atol(st + 7) : 0, pid = pp ? atol(pp + 5) : -1, forks = fk ? atol(fk + 7) : -1;
         p[bl] = save;
+        /* the candidate's counted process must not have started another:
+         * a forked helper can do the work where no region counts it (found
+         * by the session-5 red team: 10,356 instructions claimed for 7e6 of
+         * work, a forged 26x best); a block that does not say is refused */
+        if (h->icount_expected > 0 && pid == h->icount_pid[0] && forks != 0) {
+            snprintf(h->icount_err, sizeof h->icount_err,
+                     "the candidate's counted process %s", forks < 0 ? "does not say whether it forked"
+                                                                   : "started another process");
+            return;
+        }
         if (ic.dropped || vcpus > 1 || stray) {
             snprintf(h->icount_err, sizeof h->icount_err,
                      "a process had %llu dropped regions, %d vCPUs, %ld stray markers",
