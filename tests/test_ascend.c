@@ -254,7 +254,17 @@ static void test_screen(void **state)
         {"#define S(a, b) a##b\n" KERN, PLAT_SCREEN_ATTRIBUTE},
         {"#define CT __attribute__((constructor))\n" KERN, PLAT_SCREEN_ATTRIBUTE},
         {"#pragma clang attribute push (__attribute__((used)), apply_to = function)\n" KERN,
-         PLAT_SCREEN_ATTRIBUTE},
+         PLAT_SCREEN_PRAGMA},
+        /* issue 21: the shared allow-lists (platform/allow.h) */
+        {"#pragma comment(lib, \"/etc/passwd\")\n" KERN, PLAT_SCREEN_PRAGMA},
+        {"#pragma GCC optimize(\"O0\")\n" KERN, PLAT_SCREEN_PRAGMA},
+        {"__attribute__((used)) static const int u = 1;\n" KERN, PLAT_SCREEN_ATTRIBUTE},
+        {"__attribute__((weak)) __aicore__ void w() {}\n" KERN, PLAT_SCREEN_ATTRIBUTE},
+        {"[[gnu::used]] constexpr int u = 1;\n" KERN, PLAT_SCREEN_ATTRIBUTE},
+        {"[[ gnu :: constructor ]] __aicore__ void f() {}\n" KERN, PLAT_SCREEN_ATTRIBUTE},
+        {"#if __has_include(</etc/passwd>)\n#endif\n" KERN, PLAT_SCREEN_HEADER},
+        {"__declspec(dllexport) constexpr int u = 1;\n" KERN, PLAT_SCREEN_ATTRIBUTE},
+        {"#line 3 \"x.cpp\"\n" KERN, PLAT_SCREEN_ATTRIBUTE},
         {"_Pragma(\"GCC visibility push(default)\")\n" KERN, PLAT_SCREEN_ATTRIBUTE},
         {"static int q = sys\\\ntem(\"id\");\n" KERN, PLAT_SCREEN_ATTRIBUTE},
         {"// a comment \\\nint counter;\n" KERN, PLAT_SCREEN_ATTRIBUTE},
@@ -283,6 +293,9 @@ static void test_screen(void **state)
         "    __aicore__ inline void Init(GM_ADDR x) { for (int i = 0; i < 3; i++) { v_ = i; } }\n"
         "    static constexpr int W = 4;\nprivate:\n    int v_;\n    int arr_[4] = {0};\n};\n"
         "constexpr int SEP = 1'000;\n" KERN,
+        "#pragma unroll\n#pragma GCC unroll 4\n#\n"
+        "__aicore__ inline __attribute__((always_inline)) int id(int v) { return v; }\n"
+        "[[maybe_unused]] constexpr int M = 2;\n" KERN,
     };
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         int rc = asc_screen_source(good[i], strlen(good[i]), &rule, detail, sizeof detail);

@@ -18,10 +18,16 @@
  *     `static` data only `constexpr`). A host function or a global object's
  *     constructor in this file would run inside the host program, which
  *     keeps the reference and writes the report;
+ *   - use only listed attributes and pragmas (platform/allow.h, shared
+ *     with the K3 screen): __attribute__((...)) and [[...]] names from the
+ *     attribute allow-list, #pragma from the pragma allow-list; the file
+ *     probes __has_include, __has_include_next, __has_embed and __declspec
+ *     refused wherever they appear;
  *   - hide nothing from this scan: no preprocessor directive but #include
- *     of the allowed headers, `#define NAME number` and conditionals (a
- *     macro could paste a forbidden word together or carry an attribute;
- *     #pragma can attach one; #import and #embed read files), no backslash
+ *     of the allowed headers, `#define NAME number`, conditionals, an
+ *     allowed #pragma and the null directive (a macro could paste a
+ *     forbidden word together or carry an attribute; #import and #embed
+ *     read files), no backslash
  *     outside literals (a line splice joins words), no digraph `%:`, no
  *     trigraph `??`, no raw string literal, no `_Pragma`.
  * A token scan with a scope stack, not a parser: comments and string
@@ -34,6 +40,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "platform/allow.h"
 #include "platform/ascend/ascend.h"
 
 static const char *const forbidden_calls[] = {
@@ -62,6 +69,73 @@ static int reject(enum plat_screen_rule *rule, enum plat_screen_rule r, char *de
              r == PLAT_SCREEN_STATE ? "host-side state" : "not allowed",
              (int)(wl > 80 ? 80 : wl), what);
     return 1;
+}
+
+/* Skip blanks (no comments: the caller's scan handles those) from i. */
+static size_t skip_ws(const char *s, size_t len, size_t i)
+{
+    while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
+        i++;
+    return i;
+}
+
+/* The attribute names of a GNU (gnu=1: after __attribute__) or C++11
+ * (after the first '[' of "[[") attribute list at i, against the
+ * allow-list (platform/allow.h). 0 when every name is on it; 1 with the
+ * offending name in *bad (its length in *bl), or the list's start when it is
+ * malformed. Only checks: the caller's scan goes on over the same text. */
+static int attr_names_ok(const char *s, size_t len, size_t i, int gnu, const char **bad, size_t *bl)
+{
+    *bad = s + i;
+    *bl = 9;
+    i = skip_ws(s, len, i);
+    if (i >= len || s[i] != (gnu ? '(' : '['))
+        return 1;
+    i = skip_ws(s, len, i + 1);
+    if (gnu && (i >= len || s[i++] != '('))
+        return 1;
+    for (;;) {
+        i = skip_ws(s, len, i);
+        if (i >= len)
+            return 1;
+        if (s[i] == ',') {
+            i++;
+            continue;
+        }
+        if (s[i] == (gnu ? ')' : ']')) {
+            i = skip_ws(s, len, i + 1);
+            return !(i < len && s[i] == (gnu ? ')' : ']'));
+        }
+        if (!(isalpha((unsigned char)s[i]) || s[i] == '_'))
+            return 1;
+        size_t a = i;
+        while (i < len && (isalnum((unsigned char)s[i]) || s[i] == '_'))
+            i++;
+        char ns[32] = "", name[64];
+        size_t k = skip_ws(s, len, i);
+        if (!gnu && k + 1 < len && s[k] == ':' && s[k + 1] == ':') {
+            snprintf(ns, sizeof ns, "%.*s", (int)(i - a < sizeof ns ? i - a : sizeof ns - 1), s + a);
+            k = skip_ws(s, len, k + 2);
+            a = i = k;
+            while (i < len && (isalnum((unsigned char)s[i]) || s[i] == '_'))
+                i++;
+        }
+        snprintf(name, sizeof name, "%.*s", (int)(i - a < sizeof name ? i - a : sizeof name - 1), s + a);
+        if (!name[0] || !allow_attribute(ns, name)) {
+            *bad = s + a;
+            *bl = i - a ? i - a : 1;
+            return 1;
+        }
+        i = skip_ws(s, len, i);
+        if (i < len && s[i] == '(') { /* the arguments: balanced, not names */
+            int depth = 0;
+            do {
+                depth += s[i] == '(';
+                depth -= s[i] == ')';
+                i++;
+            } while (i < len && depth > 0);
+        }
+    }
 }
 
 /* One statement at file or class scope, as far as the screen needs it. */
@@ -190,11 +264,26 @@ int asc_screen_source(const char *src, size_t len, enum plat_screen_rule *rule, 
                           (hl > 4 && memcmp(h, "lib/", 4) == 0 && memmem(h, hl, "..", 2) == NULL));
                 if (!ok)
                     return reject(rule, PLAT_SCREEN_HEADER, detail, detail_len, line, h, hl);
+            } else if (dl == 6 && memcmp(src + d, "pragma", 6) == 0) {
+                if (!allow_pragma(src + j, eol - j))
+                    return reject(rule, PLAT_SCREEN_PRAGMA, detail, detail_len, line, src + i, eol - i);
+            } else if (dl == 0 && skip_ws(src, eol, j) == eol) {
+                /* the null directive */
             } else if (!directive_ok(src + d, dl, src + j, eol - j)) {
                 return reject(rule, word_eq(src + d, dl, "import") || word_eq(src + d, dl, "embed") ||
                                             word_eq(src + d, dl, "include_next")
                                         ? PLAT_SCREEN_HEADER : PLAT_SCREEN_ATTRIBUTE,
                               detail, detail_len, line, src + i, eol - i);
+            }
+            for (size_t k = j; k < eol;) { /* a conditional's words: no file probes */
+                size_t e = k;
+                while (e < eol && (isalnum((unsigned char)src[e]) || src[e] == '_'))
+                    e++;
+                if (e > k && (word_eq(src + k, e - k, "__has_include") ||
+                              word_eq(src + k, e - k, "__has_include_next") ||
+                              word_eq(src + k, e - k, "__has_embed")))
+                    return reject(rule, PLAT_SCREEN_HEADER, detail, detail_len, line, src + k, e - k);
+                k = e > k ? e : k + 1;
             }
             i = eol; /* the rest of the directive */
             continue;
@@ -206,6 +295,21 @@ int asc_screen_source(const char *src, size_t len, enum plat_screen_rule *rule, 
             size_t wl = j - i;
             if (j < len && src[j] == '"' && w[wl - 1] == 'R') /* R"( )" hides its quotes from this scan */
                 return reject(rule, PLAT_SCREEN_ATTRIBUTE, detail, detail_len, line, "raw string literal", 18);
+            if (word_eq(w, wl, "__has_include") || word_eq(w, wl, "__has_include_next") ||
+                word_eq(w, wl, "__has_embed"))
+                return reject(rule, PLAT_SCREEN_HEADER, detail, detail_len, line, w, wl);
+            if (word_eq(w, wl, "__declspec"))
+                return reject(rule, PLAT_SCREEN_ATTRIBUTE, detail, detail_len, line, w, wl);
+            if (word_eq(w, wl, "__attribute__") || word_eq(w, wl, "__attribute")) {
+                const char *bad;
+                size_t bl;
+                if (attr_names_ok(src, len, j, 1, &bad, &bl)) {
+                    int ctor = word_eq(bad, bl, "constructor") || word_eq(bad, bl, "destructor") ||
+                               word_eq(bad, bl, "__constructor__") || word_eq(bad, bl, "__destructor__");
+                    return reject(rule, ctor ? PLAT_SCREEN_CTOR : PLAT_SCREEN_ATTRIBUTE, detail, detail_len,
+                                  line, bad, bl);
+                }
+            }
             if (word_eq(w, wl, "asm") || word_eq(w, wl, "__asm__") || word_eq(w, wl, "__asm"))
                 return reject(rule, PLAT_SCREEN_ASM, detail, detail_len, line, w, wl);
             if (word_eq(w, wl, "constructor") || word_eq(w, wl, "destructor") ||
@@ -249,6 +353,12 @@ int asc_screen_source(const char *src, size_t len, enum plat_screen_rule *rule, 
         }
         if (!isspace((unsigned char)c))
             bol = 0;
+        if (c == '[' && skip_ws(src, len, i + 1) < len && src[skip_ws(src, len, i + 1)] == '[') {
+            const char *bad;
+            size_t bl;
+            if (attr_names_ok(src, len, skip_ws(src, len, i + 1), 0, &bad, &bl))
+                return reject(rule, PLAT_SCREEN_ATTRIBUTE, detail, detail_len, line, bad, bl);
+        }
         if (body) {
             /* inside a function body or an initializer: only braces matter */
             if (c == '{') {
