@@ -6,7 +6,7 @@
  * Checking ~300 instances one harness process each would take minutes under
  * qemu, so this program links every instance at once (each compiled with
  * -Dkope_kernel=kk_N) and checks them in one run against the harness's own
- * double-precision references (platform/k3/embed/ref.c, h_ref_run), on
+ * double-precision references (platform/judge/ref.c, h_ref_run), on
  * awkward sizes: 1, 2, VL-1 and VL+1 at LMUL 1 and 8, primes, rows of
  * different lengths, non-square matmuls, K=1, batches. Outputs are filled
  * with the harness's NaN pattern and followed by a canary zone, so skipped

@@ -1,6 +1,6 @@
 /*
  * tests/test_plat_report.c - the report every target's judge prints and the
- * one rule that turns a judged run into a verdict (platform/report.c):
+ * one rule that turns a judged run into a verdict (platform/judge/report.c):
  * parsing, and plat_run_classify's order (kope's kills before anything the
  * run printed, a refused report before the judge's own verdict, the
  * candidate's output never quoted).
