@@ -19,7 +19,6 @@
  */
 #include <errno.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 
 #include <cJSON.h>
 #include <sqlite3.h> /* only to alter a record behind kope's back */
@@ -75,10 +74,12 @@ static char *slurp(const char *path)
     return txt;
 }
 
+/* Is the machine the shell runs on a riscv64 one? Asked of the shell, as
+ * the library's Makefile asks it: under qemu-user this program is riscv64
+ * but the commands it starts (make, the compiler) are the host's. */
 static int on_riscv64(void)
 {
-    struct utsname u;
-    return uname(&u) == 0 && strcmp(u.machine, "riscv64") == 0;
+    return sh("uname -m") == 0 && strncmp(out, "riscv64", 7) == 0;
 }
 
 /* A riscv64 object of src at obj, compiled by hand with the library's
@@ -930,8 +931,8 @@ static void test_selftest_catches_what_the_judge_could_not(void **state)
     assert_non_null(strstr(out, "at least 1100 per kernel in one process"));
     assert_non_null(strstr(out, "2 kernel(s)"));
     assert_non_null(strstr(out, " 0 failed"));
-    if (on_riscv64() || !strstr(out, "not riscv64"))
-        assert_non_null(strstr(out, "callee-saved s0-s11, fs0-fs11, sp, gp, tp checked"));
+    /* the self-test is a riscv64 program (natively or under qemu): always checked */
+    assert_non_null(strstr(out, "callee-saved s0-s11, fs0-fs11, sp, gp, tp checked"));
     const char *c = strstr(out, "ok   kope_silu_silu_4864 (silu, ");
     assert_non_null(c);
     assert_true(atol(c + strlen("ok   kope_silu_silu_4864 (silu, ")) >= 1100);
