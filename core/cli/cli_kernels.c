@@ -17,6 +17,13 @@
  * is marked so in kernels.json. A refused task is named with its reason and
  * never replaced by a weaker kernel silently.
  *
+ * What is shipped is the judged object, not a new compile of the source:
+ * each kernel is rebuilt through the target's own compile (the same screen,
+ * flags, sandbox and object check as the judge's build), its object's
+ * SHA-256 compared with the one the signed outcome records, and that object
+ * written renamed by the target (platform_ops.object_export). The library's
+ * Makefile archives the objects and compiles no candidate source.
+ *
  * The library's fixed files (Makefile, the op catalogue, scalar fallbacks,
  * references, the self-test driver) are embedded from
  * platform/<target>/embed/lib/; this file writes only what depends on the
@@ -879,7 +886,7 @@ static cJSON *shape_json(const struct kx *k)
 
 struct refusal {
     char task[PLAT_NAME_MAX];
-    char why[400];
+    char why[640];
 };
 
 static int write_manifest(const char *dir, const char *target, const struct kx *ks, size_t n,
@@ -1052,6 +1059,34 @@ static int passed_over(const struct graph_tree *t, int best, char *why, size_t c
     return n;
 }
 
+/* When the best's outcome records no object hash (a kope before the export
+ * shipped objects), the highest-ranked fully verified pass of the same
+ * source that does (`kope run --remeasure` adds one; ties go to the older
+ * record, so the best alone would never move): the same kernel, with
+ * evidence the export can check. Else best itself. */
+static int same_source_hashed(const struct graph_tree *t, int best)
+{
+    if (best < 0 || jstr(jget(t->nodes[best].out.json, "body"), "object_sha256"))
+        return best;
+    const char *src = jstr(jget(t->nodes[best].dec.json, "body"), "source");
+    int pick = best;
+    double pr = 0;
+    for (size_t i = 0; src && i < t->n; i++) {
+        const struct graph_node *nd = &t->nodes[i];
+        const cJSON *ob = nd->has_outcome ? jget(nd->out.json, "body") : NULL;
+        const char *st = jstr(ob, "status"), *s2 = jstr(jget(nd->dec.json, "body"), "source");
+        if (!st || strcmp(st, "pass") != 0 || !jstr(ob, "object_sha256") || !s2 || strcmp(s2, src) != 0 ||
+            !graph_outcome_verified(&nd->out, t->task.target))
+            continue;
+        double r = graph_outcome_rank(&nd->out);
+        if (pick == best || r > pr) {
+            pick = (int)i;
+            pr = r;
+        }
+    }
+    return pick;
+}
+
 static int name_in(const char *name, char **list, int n)
 {
     for (int i = 0; i < n; i++)
@@ -1080,6 +1115,11 @@ static void make_symbol(struct kx *ks, size_t i)
 }
 
 /* ------------------------------------------- export: the judged objects --- */
+
+/* How to give a task's best an outcome this machine can ship: measure its
+ * source again here, as a seed (the same source, so the export takes it:
+ * same_source_hashed). Two %s: the task. */
+#define REMEASURE_HINT "`kope kernel show %.64s > k.c && kope run --task %.64s --seed k.c --remeasure --budget 1`"
 
 /* Build src (the kernel's, or its user op's reference) for task t with the
  * target's own compile - the same screen, flags, sandbox and object check as
@@ -1111,8 +1151,8 @@ static int ship_one(struct platform *p, const struct plat_task *t, const struct 
         struct plat_desc d;
         platform_describe(p, &d);
         int n = snprintf(why, why_cap, "judged object differs from this machine's rebuild (sha256 %.12s vs %.12s): "
-                 "compiler '%.60s' vs '%.60s'; re-measure here with `kope run --task %.64s --remeasure`",
-                 want_sha256, hex, k->toolchain[0] ? k->toolchain : "not recorded", d.cc, k->task);
+                 "compiler '%.60s' vs '%.60s'; re-measure it here: " REMEASURE_HINT,
+                 want_sha256, hex, k->toolchain[0] ? k->toolchain : "not recorded", d.cc, k->task, k->task);
         (void)n; /* a long compiler name may cut the hint: the reason stays whole */
         rc = 1;
         goto out;
@@ -1141,8 +1181,8 @@ static int kx_ship(struct graph *g, struct platform *p, const struct kx *k, cons
     char path[4200], sym[PLAT_NAME_MAX + 48];
     if (!k->obj_sha256[0]) {
         snprintf(why, why_cap, "its outcome %.12s records no hash of the object kope judged (measured by an "
-                 "older kope): re-measure it here with `kope run --task %.64s --remeasure`, then export again",
-                 k->out_hex, k->task);
+                 "older kope): re-measure it here: " REMEASURE_HINT ", then export again",
+                 k->out_hex, k->task, k->task);
         return 1;
     }
     int rc = run_task_from_record(g, k->task_id, &one);
@@ -1296,7 +1336,14 @@ static int kernels_export(struct cli *c, int argc, char **argv)
         }
         /* the best as `kope run` and the report see it (core/graph/graph.h) */
         int best = graph_tree_best(&t);
-        char why[400], over[300] = "";
+        int hashed = same_source_hashed(&t, best);
+        if (hashed >= 0 && hashed != best) {
+            fprintf(stderr, "kope kernels export: task %s: its best outcome %.12s records no object hash; "
+                            "outcome %.12s of the same source does (re-measured): exporting that\n", tp->name,
+                    t.nodes[best].out.id_hex, t.nodes[hashed].out.id_hex);
+            best = hashed;
+        }
+        char why[640], over[300] = "";
         int r = 1, n_over = passed_over(&t, best, over, sizeof over);
         if (best < 0 && n_over)
             snprintf(why, sizeof why, "no passing kernel fully verified on this target: %s", over);
@@ -1339,7 +1386,7 @@ static int kernels_export(struct cli *c, int argc, char **argv)
         }
         size_t kept = 0;
         for (size_t i = 0; i < nk; i++) {
-            char why[400];
+            char why[640];
             int r = kx_ship(&g, p, &ks[i], dir, why, sizeof why, err, sizeof err);
             if (r < 0) {
                 fprintf(stderr, "kope kernels export: task %s: %s\n", ks[i].task, err);
@@ -1435,17 +1482,22 @@ int cli_kernels(struct cli *c, int argc, char **argv)
                 "\n"
                 "Writes the best kernel of each task (default: every task of the target in\n"
                 "this store; --suite: the suite's tasks at its shapes; --task: those named) as\n"
-                "a C library in DIR: one kope_<op>_<task>.c per kernel opening with its\n"
-                "provenance (records, method, same-run ratios), kope_kernels.h with per-op\n"
-                "dispatchers kope_<op>() (nearest measured shape, else a portable scalar\n"
-                "fallback), a Makefile (riscv64 static library, clang or gcc 14, RVV), a\n"
-                "self-test against double-precision references (`make -C DIR check`) and\n"
-                "kernels.json, the machine-readable provenance.\n"
+                "a C library in DIR that ships the objects kope judged: each kernel is rebuilt\n"
+                "here with the target's own compile and its object shipped (kernels/*.o, its\n"
+                "kope_kernel renamed kope_<op>_<task>, nothing else changed) only when it\n"
+                "hashes to the object its outcome records; kernels/*.c hold the sources with\n"
+                "their provenance, for reading. Also kope_kernels.h with per-op dispatchers\n"
+                "kope_<op>() (nearest measured shape, else a portable scalar fallback), a\n"
+                "Makefile (archives the objects, builds kope's own files with clang or gcc 14),\n"
+                "a self-test (`make -C DIR check`: >= 1,100 calls per kernel, varied lengths,\n"
+                "scalars and prior output, callee-saved registers checked) and kernels.json.\n"
                 "\n"
                 "Refused, each with its reason: a task whose records were altered in the store\n"
                 "or are of another target, whose best was verified only at a reduced shape,\n"
-                "or whose only evidence is emulated (qemu instruction counts) unless\n"
-                "--include-emulated is given (kernels.json marks those).\n"
+                "whose outcome records no object hash or one this machine's rebuild does not\n"
+                "give (re-measure it here: the message says how), whose object the object\n"
+                "check refuses, or whose only evidence is emulated (qemu instruction counts)\n"
+                "unless --include-emulated is given (kernels.json marks those).\n"
                 "Exit: 0 ok, 1 nothing exported or a --task refused, 2 usage.\n");
         return f == stdout ? CLI_OK : CLI_USAGE;
     }

@@ -1313,7 +1313,8 @@ static int k3_object_export(struct platform *p, const struct plat_build *b, cons
     if (rc < 0)
         return plat_set_err(p, rc, "renamed object: %.300s", detail);
     if (rc == 1) {
-        snprintf(why, why_len, "the renamed object is not the judged one: %s", detail);
+        snprintf(why, why_len, "the renamed object is not the judged one: %s (renamed by %s; llvm-objcopy "
+                 "keeps every section in place)", detail, tool);
         return 0;
     }
     *refused = 0;
