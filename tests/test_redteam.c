@@ -13,6 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "core/termsafe.h"
 #include "platform/k3/k3.h"
 #include "platform/platform.h"
 #include "testutil.h"
@@ -74,10 +75,70 @@ static void test_missed_sizes_caught(void **state)
     }
 }
 
+/* termsafe: C0 but \n and \t, DEL, C1 (UTF-8 C2 80..9F, or a bare byte)
+ * escaped; other UTF-8 kept */
+static void test_termsafe_escapes_controls(void **state)
+{
+    (void)state;
+    static const char in[] = "a\tb\n\x1b[2J\x07\x7f \xc2\x9b" "1m \xc3\xa9\xc4\x81 \x9b";
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    assert_non_null(f);
+    assert_int_equal(termsafe_fwrite(f, in, sizeof in - 1), 0);
+    fclose(f);
+    assert_string_equal(out, "a\tb\n\\x1b[2J\\x07\\x7f \\xc2\\x9b" "1m \xc3\xa9\xc4\x81 \\x9b");
+    assert_int_equal(termsafe_count(in, sizeof in - 1), 5); /* C2 9B is one */
+    free(out);
+}
+
+/* A passing kernel whose comment holds the red-team's terminal escapes
+ * (its ESC ]0; title, ESC[2J clear and coloured forged line, taken from
+ * tests/redteam/outsider-source-escape-in-comment.c; the body there is now
+ * caught as wrong, so an honest add body follows): the stored source keeps
+ * the bytes, and `kope kernel show`, `kope context` and `kope graph log`
+ * print them escaped, never raw. */
+static void test_stored_escapes_not_printed_raw(void **state)
+{
+    (void)state;
+    static char red[16384], src[20000];
+    read_kernel("outsider-source-escape-in-comment.c", red, sizeof red);
+    char *line = strstr(red, "/* \x1b]0;");
+    assert_non_null(line);
+    char *end = strchr(line, '\n');
+    assert_non_null(end);
+    snprintf(src, sizeof src,
+             "%.*s\n#include <stddef.h>\n#include \"kernel_abi.h\"\n"
+             "void kope_kernel(size_t n, const float *x, const float *y, float *out,\n"
+             "                 const struct kope_scalars *s) {\n"
+             "  (void)s; for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i];\n}\n",
+             (int)(end - line), line);
+    const char *kf = tpath("esc.c"), *db = tpath("esc.db");
+    test_write_text(kf, src);
+    test_store_init(db);
+    static char o[1 << 17];
+    int rc = run_cmd(o, sizeof o, "%s --db %s run --task add-res-896 --seed %s --offline --budget 1",
+                     kope_bin(), db, kf);
+    fprintf(stderr, "%s\n", o);
+    assert_int_equal(rc, 0);
+    static const char *const cmds[] = {"kernel show add-res-896", "context add-res-896",
+                                       "graph log add-res-896"};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        rc = run_cmd(o, sizeof o, "%s --db %s %s", kope_bin(), db, cmds[i]);
+        assert_int_equal(rc, 0);
+        assert_null(strchr(o, '\x1b'));
+        assert_null(strchr(o, '\x07'));
+        if (i < 2) /* the source is quoted (context: the best's source) */
+            assert_non_null(strstr(o, "\\x1b]0;OWNED-TITLE\\x07\\x1b[2J"));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_missed_sizes_caught),
+        cmocka_unit_test(test_termsafe_escapes_controls),
+        cmocka_unit_test(test_stored_escapes_not_printed_raw),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
