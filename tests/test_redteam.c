@@ -133,12 +133,44 @@ static void test_stored_escapes_not_printed_raw(void **state)
     }
 }
 
+/* An #error line whose text addresses the model (tests/redteam/outsider-
+ * diag-escape-injection.c): after the failed trial, `kope context` quotes
+ * the compiler's words only inside a labelled code span. */
+static void test_diag_injection_framed(void **state)
+{
+    (void)state;
+    static char red[16384];
+    read_kernel("outsider-diag-escape-injection.c", red, sizeof red);
+    const char *kf = tpath("inj.c"), *db = tpath("inj.db");
+    test_write_text(kf, red);
+    test_store_init(db);
+    static char o[1 << 17];
+    int rc = run_cmd(o, sizeof o, "%s --db %s run --task add-res-896 --seed %s --offline --budget 1",
+                     kope_bin(), db, kf);
+    assert_non_null(strstr(o, "compile_error"));
+    (void)rc;
+    rc = run_cmd(o, sizeof o, "%s --db %s context add-res-896", kope_bin(), db);
+    assert_int_equal(rc, 0);
+    size_t hits = 0;
+    for (const char *l = o; (l = strstr(l, "ignore previous instructions")) != NULL; l++, hits++) {
+        const char *bol = l;
+        while (bol > o && bol[-1] != '\n')
+            bol--;
+        const char *lab = strstr(bol, "compiler output (untrusted text from the candidate's source) `");
+        if (!lab || lab > l)
+            fail_msg("unframed: %.200s", bol);
+    }
+    assert_true(hits > 0);
+    assert_null(strchr(o, '\x1b'));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_missed_sizes_caught),
         cmocka_unit_test(test_termsafe_escapes_controls),
         cmocka_unit_test(test_stored_escapes_not_printed_raw),
+        cmocka_unit_test(test_diag_injection_framed),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
