@@ -106,3 +106,14 @@ uint64_t util_now_ns(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
+
+size_t util_fence_len(const char *s, size_t min)
+{
+    size_t run = 0, longest = 0;
+    for (; s && *s; s++) {
+        run = *s == '`' ? run + 1 : 0;
+        if (run > longest)
+            longest = run;
+    }
+    return longest < min ? min : longest + 1;
+}

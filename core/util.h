@@ -21,4 +21,8 @@ int util_unhex(const char *hex, uint8_t *out, size_t n);
 /* Monotonic time in nanoseconds. */
 uint64_t util_now_ns(void);
 
+/* A Markdown fence (or code span) length for quoting s as data: longer than
+ * its longest run of backticks, at least min; the text cannot close it. */
+size_t util_fence_len(const char *s, size_t min);
+
 #endif

@@ -22,6 +22,7 @@
 #include "core/cli/llm_conf.h"
 #include "core/graph/graph.h"
 #include "core/task/task.h"
+#include "core/termsafe.h"
 #include "core/util.h"
 #include "net/llm.h"
 #include "platform/platform.h"
@@ -174,7 +175,16 @@ int cli_context(struct cli *c, int argc, char **argv)
     if (!nx.has_best && !nx.trials)
         printf("# no best in the graph yet: the run's first trial is the target's own (tuner default or\n"
                "# starter), and the first LLM prompt follows its outcome\n");
-    ctx_prompt_print(&p, stdout);
+    /* the prompt quotes stored text (sources, diagnostics, replies): its
+     * control bytes are printed escaped (core/termsafe.h) */
+    struct termsafe_buf tb;
+    FILE *mem = termsafe_open(&tb);
+    if (mem) {
+        ctx_prompt_print(&p, mem);
+        termsafe_flush(mem, &tb, stdout);
+    } else {
+        fprintf(stderr, "kope context: out of memory\n");
+    }
     rc = fflush(stdout) == 0 ? CLI_OK : CLI_FAIL;
 out:
     ctx_prompt_free(&p);

@@ -15,6 +15,7 @@
 #include "core/graph/sync.h"
 #include "net/fleet.h"
 #include "core/util.h"
+#include "core/termsafe.h"
 #include "store/store.h"
 
 static void graph_usage(FILE *f)
@@ -107,10 +108,16 @@ static int do_tree(struct cli *c, const char *task, int dot)
         graph_free(&g);
         return CLI_FAIL;
     }
-    if (dot)
-        graph_tree_dot(&t, stdout);
-    else
-        graph_tree_print(&t, stdout);
+    /* the tree quotes stored text (reasons, proposers): printed escaped */
+    struct termsafe_buf tb;
+    FILE *mem = termsafe_open(&tb);
+    if (mem) {
+        if (dot)
+            graph_tree_dot(&t, mem);
+        else
+            graph_tree_print(&t, mem);
+        termsafe_flush(mem, &tb, stdout);
+    }
     graph_tree_free(&t);
     graph_free(&g);
     return CLI_OK;

@@ -43,6 +43,7 @@
 #include "core/err.h"
 #include "core/graph/graph.h"
 #include "core/task/task.h"
+#include "core/termsafe.h"
 #include "core/util.h"
 #include "core/version.h"
 #include "net/crypto.h"
@@ -305,7 +306,10 @@ static void comment_str(FILE *f, const char *s)
             col = 16;
             continue;
         }
-        fputc(*s == '\n' ? ' ' : *s, f);
+        if (*s == '\n')
+            fputc(' ', f);
+        else /* a control byte of a stored name or parameter stays off the terminal */
+            termsafe_fwrite(f, s, 1);
         if (s[0] == '*' && s[1] == '/')
             fputc(' ', f);
     }
@@ -566,13 +570,17 @@ static int kernel_show(struct cli *c, int argc, char **argv)
         }
     } else {
         const char *reason = nd->has_outcome ? jstr(jget(nd->out.json, "body"), "reason") : NULL;
-        fprintf(stderr, "decision %.12s: %s%s%s\n", nd->dec.id_hex, status ? status : "no outcome yet",
-                reason ? ": " : "", reason ? reason : "");
+        fprintf(stderr, "decision %.12s: %s%s", nd->dec.id_hex, status ? status : "no outcome yet",
+                reason ? ": " : "");
+        termsafe_fputs(reason, stderr);
+        fputc('\n', stderr);
         if (header)
             printf("/* kope decision %s: %s (not a passing kernel) */\n", nd->dec.id_hex,
                    status ? status : "no outcome yet");
     }
-    fwrite(src, 1, len, stdout);
+    /* the stored source keeps its bytes (its hash); control bytes in it are
+     * printed escaped, never raw (tests/redteam/outsider-source-escape-in-comment.c) */
+    termsafe_fwrite(stdout, src, len);
     if (len && src[len - 1] != '\n')
         fputc('\n', stdout);
     ret = fflush(stdout) == 0 ? CLI_OK : CLI_FAIL;

@@ -374,6 +374,25 @@ static void outcome_phrase(const struct out_row *o, char *dst, size_t cap)
                          o->emulated ? " (vcost)" : "");
         if (o->share > 0 && w > 0 && (size_t)w < cap)
             snprintf(dst + w, cap - (size_t)w, ", %.0f%% of roofline", 100 * o->share);
+    } else if (o->reason[0] && strcmp(o->status, "compile_error") == 0) {
+        /* the compiler's words quote the candidate's source (an #error line
+         * may address the model): quoted as data in a code span it cannot
+         * close (tests/redteam/outsider-diag-escape-injection.c) */
+        char r[FAIL_REASON_MAX + 1], f[10];
+        size_t rl = strnlen(o->reason, FAIL_REASON_MAX);
+        memcpy(r, o->reason, rl);
+        r[rl] = '\0';
+        size_t fl = util_fence_len(r, 1);
+        if (fl >= sizeof f) { /* a long backtick run: quotes, and a one-tick span */
+            for (char *p = r; *p; p++)
+                if (*p == '`')
+                    *p = '\'';
+            fl = 1;
+        }
+        memset(f, '`', fl);
+        f[fl] = '\0';
+        snprintf(dst, cap, "%.32s: compiler output (untrusted text from the candidate's source) %.9s %.240s %.9s",
+                 o->status, f, r, f);
     } else if (o->reason[0]) {
         snprintf(dst, cap, "%s: %.*s", o->status, FAIL_REASON_MAX, o->reason);
     } else {

@@ -67,7 +67,9 @@ static inline void h_cases_awkward(int op, int family, int rowwise, size_t v1, s
     do { if (*n < cap) h_case_set(&out[(*n)++], label, n_, r, c, m_, k_, b); } while (0)
 #define H_LAST (out[*n - 1])
     if (op == H_OP_GEMV) {
-        size_t mk[][2] = {{1, 1}, {3, 1}, {v1 + 1, v1 - 1}, {5, v8 + 1}, {2, 1021}, {67, 129}};
+        /* the last two: block remainders 3..7 past 8/16/32 in m and k */
+        size_t mk[][2] = {{1, 1}, {3, 1}, {v1 + 1, v1 - 1}, {5, v8 + 1}, {2, 1021}, {67, 129},
+                          {35, 70}, {44, 43}};
         for (size_t i = 0; i < sizeof mk / sizeof mk[0]; i++) {
             snprintf(l, sizeof l, "m=%zu,k=%zu", mk[i][0], mk[i][1]);
             H_ADD(l, 1, 0, 0, mk[i][0], mk[i][1], 1);
@@ -81,7 +83,9 @@ static inline void h_cases_awkward(int op, int family, int rowwise, size_t v1, s
     } else if (family == 3) {
         size_t s[][4] = {{1, 1, 1, 1}, {5, 7, 1, 1}, {3, v1 + 1, 2 * v1 - 1, 1},
                          {v8 + 1, 5, 3, 1}, {17, 33, 65, 1}, {2, v8 + 1, v1 - 1, 1},
-                         {5, 9, 7, 2}, {1, 67, 129, 1}};
+                         {5, 9, 7, 2}, {1, 67, 129, 1},
+                         /* block remainders 3..7 past 8/16/32 in each of m, n, k */
+                         {11, 70, 43, 1}, {20, 13, 36, 1}};
         for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) {
             snprintf(l, sizeof l, "m=%zu,n=%zu,k=%zu,b=%zu", s[i][0], s[i][1], s[i][2], s[i][3]);
             H_ADD(l, s[i][1], 0, 0, s[i][0], s[i][2], s[i][3]);
@@ -93,7 +97,10 @@ static inline void h_cases_awkward(int op, int family, int rowwise, size_t v1, s
     } else if (family == 2 || rowwise) {
         /* successive calls with rows of different lengths */
         size_t rc[][2] = {{1, 1}, {1, 2}, {2, v1 - 1}, {3, v1 + 1}, {2, v8 - 1},
-                          {2, v8 + 1}, {3, 97}, {1, 1021}};
+                          {2, v8 + 1}, {3, 97}, {1, 1021},
+                          /* block remainders 3, 4, 6 past 32; a 512-multiple between
+                           * 2048 and 4096 (a real hidden size, 3584: Qwen2.5-7B) */
+                          {2, 35}, {3, 44}, {1, 70}, {1, 3584}};
         for (size_t i = 0; i < sizeof rc / sizeof rc[0]; i++) {
             snprintf(l, sizeof l, "rows=%zu,cols=%zu", rc[i][0], rc[i][1]);
             H_ADD(l, 0, rc[i][0], rc[i][1], 0, 0, 0);
@@ -119,7 +126,10 @@ static inline void h_cases_awkward(int op, int family, int rowwise, size_t v1, s
             H_LAST.special = 1;
         }
     } else {
-        size_t ns[] = {1, 2, v1 - 1, v1 + 1, v8 - 1, v8 + 1, 97, 1021};
+        /* 35, 44, 70: n % 8 = 3, 4, 6 past 32 (with 1021, 1031, v1 - 1: 5, 7 and 7
+         * at VLEN 256), so a remainder path wrong for one residue fails some case;
+         * 3584: a 512-multiple between 2048 and 4096 (a real hidden size) */
+        size_t ns[] = {1, 2, v1 - 1, v1 + 1, v8 - 1, v8 + 1, 35, 44, 70, 97, 1021, 3584};
         for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
             snprintf(l, sizeof l, "n=%zu", ns[i]);
             H_ADD(l, ns[i], 1, ns[i], 0, 0, 0);
