@@ -325,6 +325,15 @@ struct plat_case {
     double max_rel;           /* max |got - ref| / max(|ref|, tiny) */
     double norm_err;          /* ||got - ref||_2 / max(||ref||_2, tiny) */
     uint64_t first_bad;       /* index of the first bad element, if !pass */
+    /* The values at first_bad, when the judge reported them (a failing
+     * case): the kernel's output bits (argmax: an int32 index), the
+     * reference, and n_in input operands at the same index (0 where the
+     * output index is not an input index: reductions, matmul). */
+    int has_vals;
+    uint32_t got_bits;
+    double ref_at;
+    int n_in;
+    double in_at[2];
 };
 
 /* verify(): correctness on the task shape and awkward cases. */

@@ -13,6 +13,7 @@
 #include "testutil.h"
 
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <time.h>
 
@@ -108,6 +109,27 @@ static const char *WRONG =
     "void kope_kernel(size_t n, const float *x, const float *y, float *out, const struct kope_scalars *s)\n"
     "{ (void)s; for (size_t i = 0; i < n; i++) out[i] = x[i] - y[i]; }\n";
 
+/* text holds WRONG's failing values (trial_fail_values): the element's
+ * inputs, the reference x + y and what the kernel wrote, x - y, as numbers
+ * and bits. Checked against each other, not against a fixed string, so the
+ * values are the judge's own, not a label. */
+static void assert_fail_values(const char *text)
+{
+    const char *p = strstr(text, "; element ");
+    assert_non_null(p);
+    unsigned long long idx;
+    double x, y, ref, got;
+    unsigned bits;
+    assert_int_equal(sscanf(p, "; element %llu: x=%lf y=%lf expected %lf, got %lf (0x%x)", &idx, &x, &y, &ref,
+                            &got, &bits), 6);
+    assert_true(fabs(ref - (x + y)) <= 1e-6 * (1 + fabs(ref)));
+    assert_true(fabs(got - (double)((float)x - (float)y)) <= 1e-6 * (1 + fabs(got)));
+    float f = (float)got;
+    uint32_t fb;
+    memcpy(&fb, &f, 4);
+    assert_int_equal(fb, bits);
+}
+
 static char *good_source(void)
 {
     const struct k3_template *tp = k3_template_for(PLAT_OP_ADD);
@@ -197,11 +219,21 @@ static void test_llm_loop(void **state)
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "passed 1/1 tasks"));
     assert_non_null(strstr(out, "450 LLM tokens"));
+    { /* the live line of the passing LLM trial says its ratio */
+        const char *l = strstr(out, "applied to add-a: pass ");
+        assert_non_null(l);
+        double x;
+        char vs[8];
+        assert_int_equal(sscanf(l, "applied to add-a: pass %lfx %3s", &x, vs), 2);
+        assert_true(x > 0);
+        assert_string_equal(vs, "vs");
+    }
     assert_int_equal(srv.n_req, 3);
     /* the compile error, then the wrong result, come back in the next prompt */
     assert_non_null(strstr(srv.req[1].body, "compile_error"));
     assert_non_null(strstr(srv.req[1].body, "no_such_variable"));
     assert_non_null(strstr(srv.req[2].body, "wrong_result"));
+    assert_fail_values(srv.req[2].body); /* ... with the failing element's values */
     /* ... with the kernel that failed and what the judge's cases hold */
     assert_true(strstr(srv.req[2].body, "The kernel that failed:") || strstr(srv.req[2].body, "Its diff against"));
     assert_non_null(strstr(srv.req[2].body, "out[i] = x[i] - y[i];"));
@@ -678,6 +710,7 @@ static void test_context_is_what_run_sends(void **state)
     assert_non_null(strstr(ctx2, "resumes run"));
     assert_non_null(strstr(ctx2, "no_such_variable")); /* trial 1's compile error */
     assert_non_null(strstr(ctx2, "wrong_result"));     /* and trial 2's verdict */
+    assert_fail_values(ctx2);                          /* with its failing values */
     char *good = good_source(), *b3 = chat_body("lmul2", good);
     const struct ts_reply script2[] = {{.status = 200, .body = b3}};
     serve_llm(&srv, script2, 1);

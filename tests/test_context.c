@@ -537,6 +537,61 @@ static int key_cb(void *ctx, const struct store_task_key *k)
     return 0;
 }
 
+/* A pass slower than its parent on a sibling task reaches the next prompt
+ * as a lesson (the change, on top of what, the ratios); a drop within the
+ * noise (RETR_SLOWDOWN_BELOW) does not. */
+static void test_slowdown_lesson(void **s)
+{
+    (void)s;
+    struct fx f;
+    fx_open(&f, tpath("slow.db"), tpath("slow.key"));
+    assert_int_equal(graph_begin(&f.g), 0);
+    uint8_t sib[32], own[32], d1[32], d_own[32];
+    char *src1 = fx_source(1, 20), *src2 = fx_source(2, 24), *src3 = fx_source(3, 22), *src4 = fx_source(4, 10);
+    fx_task(&f, "k3", "silu-4096-sib", "silu", "{\"n\":4096}", sib);
+    fx_attempt(&f, "k3", sib, NULL, "lmul4", src1, "pass", 1.3, -1, NULL, d1);
+    fx_attempt(&f, "k3", sib, d1, "lmul4,unroll8", src2, "pass", 0.9, -1, NULL, NULL);
+    fx_attempt(&f, "k3", sib, d1, "lmul4,prefetch", src3, "pass", 1.29, -1, NULL, NULL); /* within the noise */
+    fx_task(&f, "k3", "silu-4864", "silu", "{\"n\":4864}", own);
+    fx_attempt(&f, "k3", own, NULL, "lmul1", src4, "pass", 1.1, -1, NULL, d_own);
+    assert_int_equal(graph_commit(&f.g), 0);
+    struct plat_task t = silu_task(4864);
+    struct retr_query q;
+    memset(&q, 0, sizeof q);
+    q.task = &t;
+    q.task_id = own;
+    struct retr_result res;
+    assert_int_equal(retrieve_run(&f.g, &q, &res), 0);
+    int n_slow = 0;
+    for (size_t i = 0; i < res.n; i++)
+        if (res.items[i].kind == RETR_SLOWDOWN) {
+            n_slow++;
+            assert_non_null(strstr(res.items[i].text, "slower: lmul4,unroll8 on top of lmul4 made it 1.30x -> 0.90x "
+                                                      "vs scalar-O2 (vcost)"));
+        }
+    assert_int_equal(n_slow, 1);
+    retr_result_free(&res);
+    /* ... and it is in the prompt of the sibling task */
+    struct ctx_request rq;
+    ctx_request_init(&rq);
+    rq.task = &t;
+    rq.task_id = own;
+    rq.best_source = BEST_SRC;
+    rq.best_summary = "pass, 1.10x vs scalar-O2";
+    rq.parent_decision = d_own;
+    struct ctx_prompt p;
+    ctx_prompt_init(&p);
+    assert_int_equal(context_build(&f.g, &rq, &p), 0);
+    assert_non_null(strstr(p.user, "made it 1.30x -> 0.90x"));
+    assert_null(strstr(p.user, "prefetch on top of"));
+    ctx_prompt_free(&p);
+    free(src1);
+    free(src2);
+    free(src3);
+    free(src4);
+    fx_close(&f);
+}
+
 static void test_task_keys_index(void **s)
 {
     (void)s;
@@ -1061,6 +1116,7 @@ int main(void)
         cmocka_unit_test(test_active_configuration),
         cmocka_unit_test(test_failure_feedback),
         cmocka_unit_test(test_compiler_text_framed),
+        cmocka_unit_test(test_slowdown_lesson),
     };
     return cmocka_run_group_tests_name("context", tests, NULL, NULL);
 }

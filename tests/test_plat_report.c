@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -45,6 +46,23 @@ static void test_parse(void **state)
     assert_int_equal(r.fail, PLAT_FAIL_CRASH);
     assert_int_equal(r.fail_sig, 11);
     assert_string_equal(r.fail_detail, "the kernel crashed");
+    assert_false(r.cases[1].has_vals); /* a 13-field line (an older harness): no values */
+    /* a failing case's values after the 13 fields (hargs.h) */
+    struct plat_report v = parsed("case n=1 1 0 0 0 0 0 0 wrong_result 2 1 1 0 got=0x7fc0dead ref=1.5 x=0.25 y=1.25\n"
+                                  "case rows 0 2 8 0 0 0 0 wrong_result 2 1 1 3 got=0x3f800000 ref=-inf\n"
+                                  "case k=1 0 0 0 0 0 0 0 nan_inf 2 1 1 3 got=zz ref=1\n"
+                                  "case task 8 0 0 0 0 0 1 none 0 0 0 0 got=0x1 ref=1\n");
+    assert_int_equal(v.n_cases, 4);
+    assert_true(v.cases[0].has_vals);
+    assert_int_equal(v.cases[0].got_bits, 0x7fc0dead);
+    assert_true(v.cases[0].ref_at == 1.5);
+    assert_int_equal(v.cases[0].n_in, 2);
+    assert_true(v.cases[0].in_at[0] == 0.25 && v.cases[0].in_at[1] == 1.25);
+    assert_true(v.cases[1].has_vals);
+    assert_int_equal(v.cases[1].n_in, 0);
+    assert_true(isinf(v.cases[1].ref_at) && v.cases[1].ref_at < 0);
+    assert_false(v.cases[2].has_vals); /* malformed values: none, the case still parses */
+    assert_false(v.cases[3].has_vals); /* a passing case has none */
     /* an unknown reason is the harness's failure, never a pass */
     assert_int_equal(plat_fail_parse("no-such-reason"), PLAT_FAIL_HARNESS);
 }

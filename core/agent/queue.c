@@ -313,7 +313,12 @@ int queue_apply(struct run *r, const struct store_queue_row *row, const struct p
     struct base_cache *bc = r->bc && memcmp(r->bc_task, row->task, 32) == 0 ? r->bc : NULL;
     if ((rc = trial_run(r, row->task, tk, (int)h.n + 1, &pr, bc, vd)))
         goto out;
-    run_say(r, "  llm call %lld applied to %s: %s%s%s\n", (long long)row->qid, tk->name, vd->status,
+    /* a pass says its ratio, as the loop's own progress line does */
+    char ratio[160] = "";
+    if (vd->pass && vd->baseline[0])
+        snprintf(ratio, sizeof ratio, " %.2fx vs %s%s%s%s", vd->speedup, vd->baseline, vd->m.emulated ? " (" : "",
+                 vd->m.emulated ? vd->m.ratio_metric : "", vd->m.emulated ? ")" : "");
+    run_say(r, "  llm call %lld applied to %s: %s%s%s%s\n", (long long)row->qid, tk->name, vd->status, ratio,
             vd->pass ? "" : ": ", vd->pass ? "" : vd->reason);
 out:
     if (adopted) { /* back to no run */

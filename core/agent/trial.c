@@ -8,7 +8,10 @@
  * this device (origin) whose body has "run": <this run>. Run numbers are
  * per store: decisions imported or synced from a peer carry the peer's.
  */
+#include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -211,6 +214,33 @@ int trial_object_hash(const struct plat_build *b, char hex[65], char *err, size_
     return 0;
 }
 
+/* The values at a failing case's first bad element, as the judge reported
+ * them (platform.h struct plat_case): "; element I: x=X y=Y expected R, got
+ * G (0xBITS)". The bits are always given: a NaN's payload says whether the
+ * element was never written (H_FILL_BITS) or computed. "" when the judge
+ * gave none (an input or canary failure, a target without them). */
+void trial_fail_values(enum plat_op op, const struct plat_case *c, char *dst, size_t cap)
+{
+    dst[0] = '\0';
+    if (!c->has_vals || cap < 2)
+        return;
+    char in[96] = "", got[48];
+    static const char *const nm[] = {"x", "y"};
+    for (int i = 0, o = 0; i < c->n_in && i < 2 && o >= 0 && (size_t)o < sizeof in; i++)
+        o += snprintf(in + o, sizeof in - (size_t)o, "%s=%.9g ", nm[i], c->in_at[i]);
+    if (op == PLAT_OP_ARGMAX) {
+        int32_t idx;
+        memcpy(&idx, &c->got_bits, 4);
+        snprintf(got, sizeof got, "index %ld", (long)idx);
+    } else {
+        float f;
+        memcpy(&f, &c->got_bits, 4);
+        snprintf(got, sizeof got, "%.9g", (double)f);
+    }
+    snprintf(dst, cap, "; element %llu: %sexpected %.9g, got %s (0x%08x)", (unsigned long long)c->first_bad, in,
+             c->ref_at, got, (unsigned)c->got_bits);
+}
+
 /* Screen, compile, verify, measure. 0 = answered (vd->pass says how), or a
  * PLAT_ERR_* when the platform itself failed. bc may be NULL. */
 static int evaluate(struct run *r, const struct plat_task *t, const struct proposal *pr, struct verdict *vd,
@@ -263,12 +293,7 @@ static int evaluate(struct run *r, const struct plat_task *t, const struct propo
                 bad = &vd->v.cases[i];
                 break;
             }
-        /* TODO(issue 22): the failing values (the input, the expected and
-         * the got value at first_bad) are not in the judge's report yet:
-         * harness.c's report_case line and struct plat_case need fields
-         * x_at_first_bad, ref_at_first_bad, got_at_first_bad (per input
-         * operand for two-input ops) before the feedback can show them. */
-        char where[200] = "", dims[128] = "";
+        char where[200] = "", dims[128] = "", vals[200] = "";
         if (bad) { /* the case and its shape: the label alone may not say it */
             const unsigned long long d[] = {bad->n, bad->rows, bad->cols, bad->m, bad->k, bad->batch};
             static const char *const dn[] = {"n", "rows", "cols", "m", "k", "batch"};
@@ -276,8 +301,9 @@ static int evaluate(struct run *r, const struct plat_task *t, const struct propo
                 if (d[i])
                     o += (size_t)snprintf(dims + o, sizeof dims - o, "%s%s=%llu", o ? " " : "", dn[i], d[i]);
             snprintf(where, sizeof where, " at case %s (%s)", bad->label, dims);
+            trial_fail_values(t->op, bad, vals, sizeof vals);
         }
-        snprintf(vd->reason, sizeof vd->reason, "%s%s (max_abs %.3g, max_rel %.3g)", vd->v.detail, where,
+        snprintf(vd->reason, sizeof vd->reason, "%s%s%s (max_abs %.3g, max_rel %.3g)", vd->v.detail, where, vals,
                  vd->v.max_abs, vd->v.max_rel);
         return 0;
     }
@@ -412,6 +438,29 @@ static int record(struct run *r, const uint8_t task[32], int trial, const struct
      * and the kernel export skip such an outcome (platform_verify says so) */
     if (vd->v.reduced_shape)
         cJSON_AddBoolToObject(ob, "reduced_shape", 1);
+    if (!vd->pass && vd->v.n_cases) /* the failing values, machine-readable beside the reason */
+        for (int i = 0; i < vd->v.n_cases; i++) {
+            const struct plat_case *c = &vd->v.cases[i];
+            if (c->pass)
+                continue;
+            if (c->has_vals) {
+                cJSON *fv = cJSON_AddObjectToObject(ob, "failing");
+                char hex[12];
+                snprintf(hex, sizeof hex, "0x%08x", (unsigned)c->got_bits);
+                cJSON_AddStringToObject(fv, "case", c->label);
+                cJSON_AddNumberToObject(fv, "index", (double)c->first_bad);
+                cJSON_AddStringToObject(fv, "got_bits", hex);
+                /* JSON has no NaN/Inf: a non-finite expected value as text */
+                if (isfinite(c->ref_at))
+                    cJSON_AddNumberToObject(fv, "expected", c->ref_at);
+                else
+                    cJSON_AddStringToObject(fv, "expected", isnan(c->ref_at) ? "nan" : c->ref_at > 0 ? "inf" : "-inf");
+                cJSON *in = cJSON_AddArrayToObject(fv, "inputs");
+                for (int k = 0; k < c->n_in && k < 2; k++)
+                    cJSON_AddItemToArray(in, cJSON_CreateNumber(c->in_at[k]));
+            }
+            break;
+        }
     if (vd->object_sha256[0]) /* the judged object: what `kope kernels export` ships */
         cJSON_AddStringToObject(ob, "object_sha256", vd->object_sha256);
     if (vd->pass) {

@@ -106,6 +106,11 @@ struct verdict {
  * no object; KOPE_ERR_IO with err set when it cannot be read. */
 int trial_object_hash(const struct plat_build *b, char hex[65], char *err, size_t err_len);
 
+/* The values at a failing case's first bad element (input(s), expected,
+ * got as a number and its bits) as one clause for a reason, "" when the
+ * judge reported none. op decodes the got bits (argmax: an index). */
+void trial_fail_values(enum plat_op op, const struct plat_case *c, char *dst, size_t cap);
+
 struct base_cache;
 
 /* Baselines measured once per task under emulation. Instruction counts are

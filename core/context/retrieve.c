@@ -40,7 +40,7 @@
 
 const char *retr_kind_name(enum retr_kind k)
 {
-    static const char *const n[] = {"own-history", "best-path", "best-source", "failure", "insight"};
+    static const char *const n[] = {"own-history", "best-path", "best-source", "failure", "insight", "slowdown"};
     return (unsigned)k < sizeof n / sizeof n[0] ? n[k] : "?";
 }
 
@@ -539,6 +539,46 @@ static int task_items(struct graph *g, const struct retr_query *q, const char *q
         if ((rc = item_add(res, cap, RETR_FAILURE, RETR_CORRECTNESS, c, o->decision, v, &b, why)))
             goto out;
         buf_init(&b, TEXT_MAX);
+    }
+
+    /* slowdowns: a pass whose ratio fell below its parent's (same baseline,
+     * RETR_SLOWDOWN_BELOW), among the task's latest outcomes: the change
+     * that cost speed, carried like a failure */
+    if ((rc = rows_get(g, c->id, STORE_EXP_RECENT, ROWS_MAX, &rs, n_read)))
+        goto out;
+    int n_slow = 0;
+    fetched = 0;
+    for (size_t i = 0; i < rs.n && n_slow < RETR_MAX_SLOWDOWNS_PER_TASK && fetched < 8; i++) {
+        struct out_row *o = &rs.r[i];
+        if (strcmp(o->status, "pass") != 0 || o->speedup <= 0)
+            continue;
+        char t[TAGS_MAX], pt[TAGS_MAX], par[GRAPH_ID_HEX];
+        fetched++;
+        if (decision_get(g, o->decision, t, sizeof t, par, NULL, n_read))
+            continue;
+        struct out_row *po = NULL; /* the parent's outcome, among the rows read */
+        for (size_t k = 0; k < rs.n && !po; k++)
+            if (k != i && strcmp(rs.r[k].decision, par) == 0 && strcmp(rs.r[k].status, "pass") == 0 &&
+                rs.r[k].speedup > 0)
+                po = &rs.r[k];
+        if (!po || o->speedup >= po->speedup * RETR_SLOWDOWN_BELOW)
+            continue;
+        outcome_detail(g, o, n_read);
+        outcome_detail(g, po, n_read);
+        if (strcmp(o->baseline, po->baseline) != 0 || o->emulated != po->emulated)
+            continue; /* not the same ratio */
+        if (decision_get(g, po->decision, pt, sizeof pt, NULL, NULL, n_read))
+            continue;
+        label(&b, c, qtarget, RETR_SPEED);
+        buf_printf(&b, " slower: %s on top of %s made it %.2fx -> %.2fx vs %s%s\n", t, pt, po->speedup, o->speedup,
+                   o->baseline, o->emulated ? " (vcost)" : "");
+        double v = RETR_W_SLOWDOWN * c->sim * (cross ? RETR_CROSS_SPEED : 1);
+        snprintf(why, sizeof why, "slowdown %.2fx -> %.2fx in %s %s (%s, sim %.2f)", po->speedup, o->speedup,
+                 plat_op_name(c->t.op), shape, c->target, c->sim);
+        if ((rc = item_add(res, cap, RETR_SLOWDOWN, RETR_SPEED, c, o->decision, v, &b, why)))
+            goto out;
+        buf_init(&b, TEXT_MAX);
+        n_slow++;
     }
 
     /* insights (their text is in the key row) */

@@ -48,6 +48,14 @@
 #ifndef RETR_MAX_FAILS_PER_TASK
 #define RETR_MAX_FAILS_PER_TASK 3 /* distinct failure lessons per task */
 #endif
+#ifndef RETR_MAX_SLOWDOWNS_PER_TASK
+#define RETR_MAX_SLOWDOWNS_PER_TASK 2 /* slowdown lessons per task */
+#endif
+/* A pass counts as slower than its parent when its ratio is below the
+ * parent's times this (same task, same baseline): 3% is beyond the noise
+ * of a time ratio's median and far beyond the vcost model's, which repeats
+ * exactly under emulation. */
+#define RETR_SLOWDOWN_BELOW 0.97
 #ifndef RETR_NOMINAL_RIDGE
 #define RETR_NOMINAL_RIDGE 4.0    /* flop/byte: X100 core, 256-bit FMA vs ~8 GB/s */
 #endif
@@ -57,6 +65,7 @@
 #define RETR_W_PATH 1.2           /* a best decision path */
 #define RETR_W_SOURCE 1.6         /* the best kernel's source of a similar task */
 #define RETR_W_INSIGHT 1.4        /* an insight record */
+#define RETR_W_SLOWDOWN 1.0       /* a pass slower than its parent */
 #define RETR_W_OWN 3.0            /* this task's own history so far */
 #define RETR_CROSS_CORRECTNESS 0.9 /* cross-target factor for correctness lessons */
 #define RETR_CROSS_SPEED 0.25     /* cross-target factor for speed lessons */
@@ -67,6 +76,7 @@ enum retr_kind {
     RETR_BEST_SOURCE,     /* that best kernel's source */
     RETR_FAILURE,         /* a failed attempt and why */
     RETR_INSIGHT,         /* an insight record */
+    RETR_SLOWDOWN,        /* a pass slower than its parent: the change that cost speed */
 };
 const char *retr_kind_name(enum retr_kind k);
 

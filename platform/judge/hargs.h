@@ -14,7 +14,12 @@
  *
  * Report protocol (one line per record, written by the harness to the file
  * named by report=PATH, never to stdout, which the candidate may flood):
- *   case LABEL N ROWS COLS M K BATCH PASS REASON MAX_ABS MAX_REL NORM FIRST_BAD
+ *   case LABEL N ROWS COLS M K BATCH PASS REASON MAX_ABS MAX_REL NORM FIRST_BAD [VALS]
+ *                                         VALS (failing cases only, optional, so a
+ *                                         13-field reader still parses the line):
+ *                                         got=0xBITS ref=REF [x=X [y=Y]] at FIRST_BAD;
+ *                                         x/y only where the output index is the
+ *                                         input index (elementwise, activations)
  *   fail REASON SIGNAL DETAIL...          a terminal failure (signal handler etc.)
  *   time NAME MEDIAN_NS MIN_NS SPREAD REPEATS WARMUP
  *                                         (NAME candidate first; with H_FLAG_AA a

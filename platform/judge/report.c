@@ -53,6 +53,26 @@ enum plat_fail plat_fail_parse(const char *s)
     return PLAT_FAIL_HARNESS;
 }
 
+/* The optional values after a failing case's 13 fields (hargs.h):
+ * " got=0xBITS ref=R [x=X [y=Y]]". Anything else leaves has_vals 0; a
+ * harness without them (the Ascend host program) parses as before. */
+static void case_vals(const char *s, struct plat_case *c)
+{
+    unsigned got;
+    int off = 0;
+    if (sscanf(s, " got=0x%8x ref=%lf%n", &got, &c->ref_at, &off) != 2)
+        return;
+    c->got_bits = got;
+    c->has_vals = 1;
+    s += off;
+    if (sscanf(s, " x=%lf%n", &c->in_at[0], &off) == 1) {
+        c->n_in = 1;
+        s += off;
+        if (sscanf(s, " y=%lf", &c->in_at[1]) == 1)
+            c->n_in = 2;
+    }
+}
+
 void plat_report_parse(char *text, struct plat_report *h)
 {
     char *save = NULL;
@@ -71,10 +91,13 @@ void plat_report_parse(char *text, struct plat_report *h)
             struct plat_case *c = &h->cases[h->n_cases];
             char label[48], reason[48];
             unsigned long long v[6], fb;
-            int pass;
-            if (sscanf(line + 5, "%47s %llu %llu %llu %llu %llu %llu %d %47s %lf %lf %lf %llu", label,
+            int pass, off = 0;
+            memset(c, 0, sizeof *c);
+            if (sscanf(line + 5, "%47s %llu %llu %llu %llu %llu %llu %d %47s %lf %lf %lf %llu%n", label,
                        &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &pass, reason, &c->max_abs,
-                       &c->max_rel, &c->norm_err, &fb) == 13) {
+                       &c->max_rel, &c->norm_err, &fb, &off) == 13) {
+                if (!pass)
+                    case_vals(line + 5 + off, c);
                 snprintf(c->label, sizeof c->label, "%s", label);
                 c->n = v[0]; c->rows = v[1]; c->cols = v[2]; c->m = v[3]; c->k = v[4]; c->batch = v[5];
                 c->pass = pass;

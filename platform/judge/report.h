@@ -6,7 +6,9 @@
  *
  *   done                                   the program finished its work
  *   fail REASON SIG DETAIL...              the first failure (plat_fail_name)
- *   case LABEL n rows cols m k batch PASS REASON max_abs max_rel norm first_bad
+ *   case LABEL n rows cols m k batch PASS REASON max_abs max_rel norm first_bad [vals]
+ *                                          vals, failing cases only, optional:
+ *                                          got=0xBITS ref=R [x=X [y=Y]] (hargs.h)
  *   time NAME median min spread reps warm  one timed kernel or baseline
  *   cycles N                               hardware cycles, when available
  *   method TEXT                            how the figures were obtained (appended)

@@ -1121,11 +1121,31 @@ static void check_output(double rtol, double atol, struct check *ck)
     else if (rank == 1) ck->reason = "wrong_result";
 }
 
+/* A failing case's line ends with the values at first_bad (hargs.h): what
+ * the kernel wrote (its bits: a NaN's payload or the unwritten fill pattern
+ * is the clue), the reference, and the input operand(s) at the same index
+ * where the output index is an input index (elementwise and activations;
+ * a reduction's or a matmul's output depends on a whole row or more). The
+ * inputs come from the judge's master copy, never the kernel's view. */
 static void report_case(const char *label, const struct h_case *c, const struct check *ck)
 {
-    report("case %s %zu %zu %zu %zu %zu %zu %d %s %.6g %.6g %.6g %zu\n", label, c->n,
-           c->rows, c->cols, c->m, c->k, c->batch, strcmp(ck->reason, "none") == 0,
-           ck->reason, ck->max_abs, ck->max_rel, ck->norm, ck->first_bad);
+    int pass = strcmp(ck->reason, "none") == 0;
+    char vals[160] = "";
+    size_t i = ck->first_bad;
+    if (!pass && g_ref && i < g_args.out_count && strcmp(ck->reason, "input_modified") != 0 &&
+        strcmp(ck->reason, "out_of_bounds_write") != 0) {
+        uint32_t bits;
+        memcpy(&bits, g_out.p + 4 * i, 4);
+        int o = snprintf(vals, sizeof vals, " got=0x%08x ref=%.9g", (unsigned)bits, g_ref[i]);
+        if (g_family <= 1 && g_mref.x && o > 0 && (size_t)o < sizeof vals)
+            o += snprintf(vals + o, sizeof vals - (size_t)o, " x=%.9g", (double)g_mref.x[i]);
+        if (g_family == 0 && g_op != H_OP_SCALE && g_op != H_OP_CLAMP && g_mref.y && o > 0 &&
+            (size_t)o < sizeof vals)
+            snprintf(vals + o, sizeof vals - (size_t)o, " y=%.9g", (double)g_mref.y[i]);
+    }
+    report("case %s %zu %zu %zu %zu %zu %zu %d %s %.6g %.6g %.6g %zu%s\n", label, c->n,
+           c->rows, c->cols, c->m, c->k, c->batch, pass, ck->reason, ck->max_abs, ck->max_rel,
+           ck->norm, ck->first_bad, vals);
 }
 
 static double g_rtol, g_atol;
