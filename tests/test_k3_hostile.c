@@ -326,7 +326,6 @@ static void test_startup_hooks_refused_in_linked_program(void **state)
         {"__attribute__((section(\".preinit_array\"), used)) static void (*const p)(void) = hook;\n",
          ".preinit_array"},
     };
-    P->set.flags |= PLAT_SET_UNSAFE_NO_OBJECT_SCREEN; /* the linked-program check alone */
     for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++) {
         char src[2048];
         snprintf(src, sizeof src, "%s%s%s%s", JUDGE_PAYLOAD, hooks[i].how, ADD_HEAD, BODY);
@@ -336,7 +335,22 @@ static void test_startup_hooks_refused_in_linked_program(void **state)
             fail_msg("program check: '%s' does not name '%s'", b.detail, hooks[i].want);
         platform_build_free(P, &b);
     }
+}
+
+/* The flag as setup and teardown: a failed assertion leaves the test by
+ * longjmp, and the flag must not outlive it into the next test. */
+static int no_object_screen_on(void **state)
+{
+    (void)state;
+    P->set.flags |= PLAT_SET_UNSAFE_NO_OBJECT_SCREEN; /* the linked-program check alone */
+    return 0;
+}
+
+static int no_object_screen_off(void **state)
+{
+    (void)state;
     P->set.flags &= ~(unsigned)PLAT_SET_UNSAFE_NO_OBJECT_SCREEN;
+    return 0;
 }
 
 static void test_tls_and_got_refused(void **state)
@@ -1002,7 +1016,8 @@ int main(void)
         cmocka_unit_test(test_diagnostics_quote_no_other_file),
         cmocka_unit_test(test_allow_list_is_one_list),
         cmocka_unit_test(test_startup_hooks_refused),
-        cmocka_unit_test(test_startup_hooks_refused_in_linked_program),
+        cmocka_unit_test_setup_teardown(test_startup_hooks_refused_in_linked_program, no_object_screen_on,
+                                        no_object_screen_off),
         cmocka_unit_test(test_tls_and_got_refused),
         cmocka_unit_test(test_got_relocation_refused),
         cmocka_unit_test(test_file_directives_refused),
