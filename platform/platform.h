@@ -187,6 +187,11 @@ enum plat_set_flags {
      * object check, so the object check can be shown to stop on its own what
      * macro token pasting gets past a source screen. */
     PLAT_SET_UNSAFE_NO_SOURCE_SCREEN = 1 << 10,
+    /* Tests only: skip the source screens and the object check of cand.o
+     * but keep the check of the linked program against the null-kernel link
+     * (k3_screen_program), so that check can be shown to stop on its own a
+     * start-up hook the object check would have refused first. */
+    PLAT_SET_UNSAFE_NO_OBJECT_SCREEN = 1 << 11,
 };
 
 struct plat_settings {

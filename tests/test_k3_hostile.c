@@ -305,6 +305,54 @@ static void test_startup_hooks_refused(void **state)
                   ADD_HEAD BODY, PLAT_SCREEN_ATTRIBUTE, "weak", PLAT_SCREEN_SYMBOL, "weak");
 }
 
+/* Issue 21's first class with the object check out of the way: a start-up
+ * hook that would run in the judge (the candidate is linked into the judging
+ * program), write the report's last word itself and exit 0. The check of the
+ * linked program against the same link with a null kernel
+ * (k3_screen_program) refuses it on its own, naming the array, and nothing
+ * of it is ever run: the build is not ok, so it cannot pass. */
+#define JUDGE_PAYLOAD \
+    "long write(int, const void *, unsigned long);\nvoid _exit(int);\n" \
+    "static void hook(void) { write(3, \"done\\n\", 5); _exit(0); }\n"
+
+static void test_startup_hooks_refused_in_linked_program(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *how, *want;
+    } hooks[] = {
+        {"__attribute__((constructor)) static void ctor(void) { hook(); }\n", ".init_array"},
+        {"__attribute__((destructor)) static void dtor(void) { hook(); }\n", ".fini_array"},
+        {"__attribute__((section(\".preinit_array\"), used)) static void (*const p)(void) = hook;\n",
+         ".preinit_array"},
+    };
+    for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++) {
+        char src[2048];
+        snprintf(src, sizeof src, "%s%s%s%s", JUDGE_PAYLOAD, hooks[i].how, ADD_HEAD, BODY);
+        struct plat_build b;
+        expect_screen(src, PLAT_SCREEN_CTOR, &b);
+        if (!strstr(b.detail, hooks[i].want))
+            fail_msg("program check: '%s' does not name '%s'", b.detail, hooks[i].want);
+        platform_build_free(P, &b);
+    }
+}
+
+/* The flag as setup and teardown: a failed assertion leaves the test by
+ * longjmp, and the flag must not outlive it into the next test. */
+static int no_object_screen_on(void **state)
+{
+    (void)state;
+    P->set.flags |= PLAT_SET_UNSAFE_NO_OBJECT_SCREEN; /* the linked-program check alone */
+    return 0;
+}
+
+static int no_object_screen_off(void **state)
+{
+    (void)state;
+    P->set.flags &= ~(unsigned)PLAT_SET_UNSAFE_NO_OBJECT_SCREEN;
+    return 0;
+}
+
 static void test_tls_and_got_refused(void **state)
 {
     (void)state;
@@ -968,6 +1016,8 @@ int main(void)
         cmocka_unit_test(test_diagnostics_quote_no_other_file),
         cmocka_unit_test(test_allow_list_is_one_list),
         cmocka_unit_test(test_startup_hooks_refused),
+        cmocka_unit_test_setup_teardown(test_startup_hooks_refused_in_linked_program, no_object_screen_on,
+                                        no_object_screen_off),
         cmocka_unit_test(test_tls_and_got_refused),
         cmocka_unit_test(test_got_relocation_refused),
         cmocka_unit_test(test_file_directives_refused),

@@ -537,6 +537,8 @@ static int k3_open(struct platform *p)
     return toolchain_check(p, k);
 }
 
+static void null_ref_put(struct k3_prog_ref *ref, int own);
+
 static void k3_close(struct platform *p)
 {
     struct k3 *k = p->priv;
@@ -544,6 +546,8 @@ static void k3_close(struct platform *p)
         return;
     if (k->own_work && k->work[0])
         plat_workdir_remove(k->work, k->work_lock);
+    for (int i = 0; i < PLAT_OP_COUNT; i++)
+        null_ref_put(k->null_ref[i], 1);
     free(k->inc_direct);
     free(k->inc_closure);
     free(k->view);
@@ -757,11 +761,16 @@ static int rt_build(struct platform *p)
     snprintf(path, sizeof path, "%s/kernel_abi.h", k->rt);
     if (proc_file_write(path, abi->data, abi->len))
         return plat_set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", path);
+    snprintf(path, sizeof path, "%s/null_kernel.c", k->rt);
+    if (proc_file_write(path, K3_NULL_KERNEL_SRC, strlen(K3_NULL_KERNEL_SRC)))
+        return plat_set_err(p, PLAT_ERR_WORKDIR, "cannot write %.300s", path);
     int rc = rt_includes_probe(p);
     if (!rc)
         rc = rt_compile(p, "harness.c", "harness.o", "-O2", NULL);
     if (!rc)
         rc = rt_compile(p, "ref.c", "ref.o", "-O2", NULL);
+    if (!rc)
+        rc = rt_compile(p, "null_kernel.c", "null_kernel.o", "-O2", NULL);
     if (!rc)
         rc = rt_compile(p, "blas.c", "blas_none.o", "-O2", NULL);
     if (!rc && k->blas_dir[0])
@@ -992,6 +1001,107 @@ static int cand_screen_pp(struct platform *p, const char *file, const char *prot
     return 0;
 }
 
+/* Link a harness program: the judge's objects for task t (its op's
+ * baselines, OpenBLAS and SLEEF where they are peers, a user op's reference
+ * objects by utag) with obj as the kernel, into prog, in the compile sandbox
+ * with rw_dir writable. 0 when the linker ran (res says how it ended). */
+static int link_program(struct platform *p, const struct plat_task *t, const char *utag,
+                        const char *obj, const char *prog, const char *rw_dir,
+                        struct proc_result *res, char *diag, size_t dl)
+{
+    struct k3 *k = p->priv;
+    struct proc_cmd c;
+    proc_cmd_init(&c);
+    proc_cmd_split(&c, k->cc);
+    proc_cmd_split(&c, k->native ? K3_NATIVE_MARCH : NULL);
+    proc_cmd_split(&c, k->ldflags);
+    proc_cmd_split(&c, "-static -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc");
+    /* lld: a `#pragma comment(lib, PATH)` in the candidate must not make
+     * the linker open PATH (GNU ld reads no dependent libraries at all) */
+    proc_cmd_split(&c, k->ld_no_deplibs ? "-Wl,--no-dependent-libraries" : NULL);
+    proc_cmd_arg(&c, "%s/harness.o", k->rt);
+    proc_cmd_arg(&c, "%s/ref.o", k->rt);
+    /* OpenBLAS is linked only where it is a baseline (blas_peer_op):
+     * scanning the static archive is a third of the link time */
+    int blas = k->blas_dir[0] && blas_peer_op(t->op);
+    proc_cmd_arg(&c, "%s/%s", k->rt, blas ? "blas.o" : "blas_none.o");
+    int sleef = k->sleef && sleef_peer_op(t->op);
+    proc_cmd_arg(&c, "%s/%s", k->rt, sleef ? "sleef.o" : "sleef_none.o");
+    if (t->op == PLAT_OP_USER) { /* the reference and both baselines are the user's file */
+        proc_cmd_arg(&c, "%s/user_%d.o", k->rt, (int)t->family);
+        proc_cmd_arg(&c, "%s/u%s/uref_s.o", k->rt, utag);
+        proc_cmd_arg(&c, "%s/u%s/uref_v.o", k->rt, utag);
+    } else {
+        proc_cmd_arg(&c, "%s/base_scalar_%d.o", k->rt, (int)t->op);
+        proc_cmd_arg(&c, "%s/base_autovec_%d.o", k->rt, (int)t->op);
+    }
+    proc_cmd_arg(&c, "%s", obj);
+    if (blas) {
+        proc_cmd_arg(&c, "-L%s/lib", k->blas_dir);
+        proc_cmd_arg(&c, "-lopenblas");
+    }
+    if (sleef) {
+        proc_cmd_arg(&c, "-L%s/lib", k->blas_dir);
+        proc_cmd_arg(&c, "-lsleef");
+    }
+    proc_cmd_arg(&c, "-lm");
+    proc_cmd_arg(&c, "-o");
+    proc_cmd_arg(&c, "%s", prog);
+    return run_tool(p, &c, diag, dl, res, rw_dir, blas || sleef);
+}
+
+/* The reference k3_screen_program compares a linked program with: the same
+ * link with rt/null_kernel.o as the kernel. Cached per op (the judge's
+ * objects, OpenBLAS and SLEEF, with their own constructors, depend on the
+ * op only); a user op's is linked per candidate into dir (*own set: the
+ * caller frees it). NULL with p->err set when it cannot be had. */
+static int null_ref_get(struct platform *p, const struct plat_task *t, const char *utag,
+                        const char *dir, struct k3_prog_ref **out, int *own)
+{
+    struct k3 *k = p->priv;
+    *own = t->op == PLAT_OP_USER || (int)t->op < 0 || (int)t->op >= PLAT_OP_COUNT;
+    *out = NULL;
+    if (!*own && k->null_ref[t->op]) {
+        *out = k->null_ref[t->op];
+        return 0;
+    }
+    char prog[K3_PATH_MAX + 64], nobj[K3_PATH_MAX + 64], diag[4096], err[200];
+    snprintf(nobj, sizeof nobj, "%s/null_kernel.o", k->rt);
+    if (*own)
+        snprintf(prog, sizeof prog, "%s/null_program", dir);
+    else
+        snprintf(prog, sizeof prog, "%s/null_program_%d", k->rt, (int)t->op);
+    struct proc_result res;
+    int rc = link_program(p, t, utag, nobj, prog, *own ? dir : k->rt, &res, diag, sizeof diag);
+    if (rc)
+        return rc;
+    if (!tool_ok(&res)) {
+        diag[strcspn(diag, "\n")] = '\0';
+        return plat_set_err(p, PLAT_ERR_HARNESS, "the null kernel program does not link: %.300s", diag);
+    }
+    struct k3_prog_ref *ref = malloc(sizeof *ref);
+    if (!ref)
+        return plat_set_err(p, PLAT_ERR_INTERNAL, "out of memory");
+    k3_prog_ref_init(ref);
+    rc = k3_prog_ref_take(prog, ref, err, sizeof err);
+    if (rc) {
+        free(ref);
+        return plat_set_err(p, rc, "null kernel program: %.150s", err);
+    }
+    if (!*own)
+        k->null_ref[t->op] = ref;
+    *out = ref;
+    return 0;
+}
+
+static void null_ref_put(struct k3_prog_ref *ref, int own)
+{
+    if (own && ref) {
+        k3_prog_ref_free(ref);
+        free(ref);
+    }
+}
+
 static int k3_compile(struct platform *p, const struct plat_task *t, const char *src, size_t len,
                       struct plat_build *out)
 {
@@ -999,7 +1109,8 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
     double t0 = proc_now_ms();
     int rc = 0;
     int screen = !(p->set.flags & PLAT_SET_UNSAFE_NO_SCREEN);
-    int src_screen = screen && !(p->set.flags & PLAT_SET_UNSAFE_NO_SOURCE_SCREEN);
+    int obj_screen = screen && !(p->set.flags & PLAT_SET_UNSAFE_NO_OBJECT_SCREEN);
+    int src_screen = obj_screen && !(p->set.flags & PLAT_SET_UNSAFE_NO_SOURCE_SCREEN);
 
     /* gate 1: the source screen, before anything is built or written */
     if (src_screen && k3_screen_source(src, len, &out->screen_rule, out->detail, sizeof out->detail)) {
@@ -1133,7 +1244,7 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
     }
 
     /* gate 2: the object check */
-    if (screen) {
+    if (obj_screen) {
         rc = k3_screen_object(obj, &out->screen_rule, out->detail, sizeof out->detail);
         if (rc < 0)
             return plat_set_err(p, rc, "object check: %.300s", out->detail);
@@ -1162,44 +1273,8 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
 
     /* link the harness program */
     snprintf(out->path, sizeof out->path, "%s/harness", dir);
-    proc_cmd_init(&c);
-    proc_cmd_split(&c, k->cc);
-    proc_cmd_split(&c, k->native ? K3_NATIVE_MARCH : NULL);
-    proc_cmd_split(&c, k->ldflags);
-    proc_cmd_split(&c, "-static -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc");
-    /* lld: a `#pragma comment(lib, PATH)` in the candidate must not make
-     * the linker open PATH (GNU ld reads no dependent libraries at all) */
-    proc_cmd_split(&c, k->ld_no_deplibs ? "-Wl,--no-dependent-libraries" : NULL);
-    proc_cmd_arg(&c, "%s/harness.o", k->rt);
-    proc_cmd_arg(&c, "%s/ref.o", k->rt);
-    /* OpenBLAS is linked only where it is a baseline (blas_peer_op):
-     * scanning the static archive is a third of the link time */
-    int blas = k->blas_dir[0] && blas_peer_op(t->op);
-    proc_cmd_arg(&c, "%s/%s", k->rt, blas ? "blas.o" : "blas_none.o");
-    int sleef = k->sleef && sleef_peer_op(t->op);
-    proc_cmd_arg(&c, "%s/%s", k->rt, sleef ? "sleef.o" : "sleef_none.o");
-    if (t->op == PLAT_OP_USER) { /* the reference and both baselines are the user's file */
-        proc_cmd_arg(&c, "%s/user_%d.o", k->rt, (int)t->family);
-        proc_cmd_arg(&c, "%s/u%s/uref_s.o", k->rt, utag);
-        proc_cmd_arg(&c, "%s/u%s/uref_v.o", k->rt, utag);
-    } else {
-        proc_cmd_arg(&c, "%s/base_scalar_%d.o", k->rt, (int)t->op);
-        proc_cmd_arg(&c, "%s/base_autovec_%d.o", k->rt, (int)t->op);
-    }
-    proc_cmd_arg(&c, "%s", obj);
-    if (blas) {
-        proc_cmd_arg(&c, "-L%s/lib", k->blas_dir);
-        proc_cmd_arg(&c, "-lopenblas");
-    }
-    if (sleef) {
-        proc_cmd_arg(&c, "-L%s/lib", k->blas_dir);
-        proc_cmd_arg(&c, "-lsleef");
-    }
-    proc_cmd_arg(&c, "-lm");
-    proc_cmd_arg(&c, "-o");
-    proc_cmd_arg(&c, "%s", out->path);
     char link_diag[4096];
-    rc = run_tool(p, &c, link_diag, sizeof link_diag, &res, dir, blas || sleef);
+    rc = link_program(p, t, utag, obj, out->path, dir, &res, link_diag, sizeof link_diag);
     if (rc)
         return rc;
     if (!tool_ok(&res)) {
@@ -1214,6 +1289,27 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
         snprintf(out->diag + dl, sizeof out->diag - dl, "%s\n", out->detail);
         out->path[0] = '\0';
         goto out;
+    }
+    /* gate 3: the linked program against the same link with a null kernel:
+     * what runs outside main and the kernel call (init/fini arrays, .init,
+     * .fini, IRELATIVE resolvers, entry, TLS, interpreter) must be the
+     * judge's own, whatever the object check let through */
+    if (screen) {
+        int own = 0;
+        struct k3_prog_ref *ref = NULL;
+        rc = null_ref_get(p, t, utag, dir, &ref, &own);
+        if (rc)
+            return rc;
+        rc = k3_screen_program(out->path, obj, ref, &out->screen_rule, out->detail, sizeof out->detail);
+        null_ref_put(ref, own);
+        if (rc < 0)
+            return plat_set_err(p, rc, "program check: %.300s", out->detail);
+        if (rc == 1) {
+            rc = 0;
+            out->reason = PLAT_FAIL_SCREEN_REJECTED;
+            out->path[0] = '\0';
+            goto out;
+        }
     }
     out->ok = 1;
 out:
