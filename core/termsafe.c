@@ -4,6 +4,7 @@
 #include "core/termsafe.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* Length of the control sequence at s (0: none): one C0/DEL/bare C1 byte, or
  * the two bytes of a UTF-8 encoded C1 control. A byte 0x80..0x9F after a
@@ -65,10 +66,7 @@ int termsafe_fwrite(FILE *f, const char *s, size_t len)
 
 int termsafe_fputs(const char *s, FILE *f)
 {
-    size_t n = 0;
-    while (s && s[n])
-        n++;
-    return termsafe_fwrite(f, s, n);
+    return termsafe_fwrite(f, s, s ? strlen(s) : 0);
 }
 
 size_t termsafe_count(const char *s, size_t len)

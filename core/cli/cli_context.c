@@ -185,7 +185,7 @@ int cli_context(struct cli *c, int argc, char **argv)
     } else {
         fprintf(stderr, "kope context: out of memory\n");
     }
-    rc = fflush(stdout) == 0 ? CLI_OK : CLI_FAIL;
+    rc = mem && fflush(stdout) == 0 ? CLI_OK : CLI_FAIL;
 out:
     ctx_prompt_free(&p);
     llm_settings_free(&ls);

@@ -117,10 +117,12 @@ static int do_tree(struct cli *c, const char *task, int dot)
         else
             graph_tree_print(&t, mem);
         termsafe_flush(mem, &tb, stdout);
+    } else {
+        fprintf(stderr, "kope graph: out of memory\n");
     }
     graph_tree_free(&t);
     graph_free(&g);
-    return CLI_OK;
+    return mem ? CLI_OK : CLI_FAIL;
 }
 
 static int do_export(struct cli *c, int argc, char **argv)
