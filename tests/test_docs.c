@@ -657,11 +657,24 @@ static void test_store_doc(void **state)
 }
 
 /* The layering README.md's "Layout" states, checked on every include of
- * the tree: inside core, cli -> agent -> context -> {task, graph} -> the
- * base (the headers in core/ itself), never upwards or sideways; core names no target's folder
- * (platform/k3/, platform/ascend/: a target is reached through platform.h
- * only); and the lower three (store, net, platform) include nothing of each
- * other or of core. A new folder in core/ must be added here, with its rank. */
+ * every source file under core/, store/, net/ and platform/, folders within
+ * folders included (embed/, lib/, kernels/, qemu/, judge/):
+ *   - inside core, cli -> agent -> context -> {task, graph} -> the base (the
+ *     headers in core/ itself), never upwards or sideways; core names no
+ *     target's folder and no target's name (a target is reached through
+ *     platform.h only);
+ *   - store, net and platform include nothing of core or of each other;
+ *   - each target (platform/<t>/, found by listing platform/) is a layer of
+ *     its own: it may include its own files and platform's shared ones
+ *     (the headers in platform/ and platform/judge/), never another target's; platform's
+ *     shared files include no target at all.
+ * An include is resolved the way the builds resolve it: a path with a slash
+ * from the source root (or, starting with "../", from the file's folder); a
+ * bare name from the file's folder and its parents up to the target's
+ * folder, then platform/judge/ and platform/ (the embedded programs' -I
+ * paths). A bare name found nowhere there but present in another target's
+ * folder is an include of that target. A new folder in core/ must be added
+ * here, with its rank. */
 struct layer {
     const char *dir; /* relative to the source root */
     int rank;        /* core folders: may include a lower rank or itself */
@@ -670,8 +683,14 @@ static const struct layer core_layers[] = {
     {"core", 0}, {"core/graph", 1}, {"core/task", 1}, {"core/context", 2},
     {"core/agent", 3}, {"core/cli", 4},
 };
-static const char *const lower_three[] = {"store", "net", "platform", "platform/k3",
-                                          "platform/ascend"};
+
+#define LAYER_MAX_TARGETS 16
+struct layering {
+    const char *root;                         /* the source root to check */
+    char targets[LAYER_MAX_TARGETS][64];      /* platform/<t>/ folders */
+    int n_targets;
+    int bad;
+};
 
 /* The core layer of an include path "core/x/y.h" or "core/y.h"; -1 if none. */
 static int core_layer_of(const char *inc, size_t n)
@@ -689,91 +708,263 @@ static int core_layer_of(const char *inc, size_t n)
     return best;
 }
 
-/* Checks one source file; returns the number of bad includes (printed). */
-static int check_includes(const char *dir, int layer, int is_lower)
+/* Which part of the tree a root-relative path is in: 'c'ore, 's'tore,
+ * 'n'et, 'p'latform's shared files, 't'arget (*target set), or 0. */
+static int part_of(const struct layering *L, const char *rel, int *target)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", test_src_root(), dir);
-    DIR *dd = opendir(path);
-    assert_non_null(dd);
-    int bad = 0;
-    struct dirent *e;
-    while ((e = readdir(dd))) {
-        size_t l = strlen(e->d_name);
-        if (l < 3 || e->d_name[l - 2] != '.' || (e->d_name[l - 1] != 'c' && e->d_name[l - 1] != 'h'))
-            continue;
-        char fp[4400];
-        snprintf(fp, sizeof fp, "%s/%s", path, e->d_name);
-        FILE *f = fopen(fp, "r");
-        assert_non_null(f);
-        char line[1024];
-        int ln = 0;
-        while (fgets(line, sizeof line, f)) {
-            ln++;
-            const char *p = line;
-            while (*p == ' ' || *p == '\t')
-                p++;
-            /* core branches on no target's name: a target is reached through
-             * platform_ops only (comments may name them) */
-            if (!is_lower && *p != '*' && strncmp(p, "/*", 2) != 0 && strncmp(p, "//", 2) != 0 &&
-                (strstr(p, "\"k3\"") || strstr(p, "\"ascend\""))) {
-                print_message("FAIL: %s/%s:%d: a target's name in core code (use platform_ops)\n", dir,
-                              e->d_name, ln);
-                bad++;
-            }
-            if (strncmp(p, "#include \"", 10) != 0)
-                continue;
-            const char *inc = p + 10, *q = strchr(inc, '"');
-            if (!q)
-                continue;
-            size_t n = (size_t)(q - inc);
-            const char *why = NULL;
-            if (is_lower) {
-                if (n > 5 && strncmp(inc, "core/", 5) == 0)
-                    why = "store, net and platform include nothing of core";
-                else
-                    for (size_t k = 0; k < 3; k++) {
-                        size_t kl = strlen(lower_three[k]);
-                        if (n > kl && strncmp(inc, lower_three[k], kl) == 0 && inc[kl] == '/' &&
-                            strncmp(dir, lower_three[k], kl) != 0)
-                            why = "store, net and platform never include each other";
-                    }
-            } else if ((n > 12 && strncmp(inc, "platform/k3/", 12) == 0) ||
-                       (n > 16 && strncmp(inc, "platform/ascend/", 16) == 0)) {
-                why = "core names no target folder (platform.h only)";
-            } else if (n > 5 && strncmp(inc, "core/", 5) == 0) {
-                int to = core_layer_of(inc, n);
-                if (to < 0)
-                    why = "not a core folder this test knows (add it to core_layers)";
-                else if (to != layer && core_layers[to].rank >= core_layers[layer].rank)
-                    why = "an include upwards or sideways in core's layers";
-            }
-            if (why) {
-                print_message("FAIL: %s/%s:%d: #include \"%.*s\": %s\n", dir, e->d_name, ln,
-                              (int)n, inc, why);
-                bad++;
-            }
+    *target = -1;
+    if (strncmp(rel, "core/", 5) == 0)
+        return 'c';
+    if (strncmp(rel, "store/", 6) == 0)
+        return 's';
+    if (strncmp(rel, "net/", 4) == 0)
+        return 'n';
+    if (strncmp(rel, "platform/", 9) != 0)
+        return 0;
+    for (int i = 0; i < L->n_targets; i++) {
+        size_t l = strlen(L->targets[i]);
+        if (strncmp(rel + 9, L->targets[i], l) == 0 && rel[9 + l] == '/') {
+            *target = i;
+            return 't';
         }
-        fclose(f);
     }
-    closedir(dd);
-    return bad;
+    return 'p';
 }
 
-static void test_include_layers(void **state)
+static int file_in_root(const struct layering *L, const char *rel)
 {
-    (void)state;
-    int bad = 0;
-    for (size_t i = 0; i < sizeof core_layers / sizeof core_layers[0]; i++)
-        bad += check_includes(core_layers[i].dir, (int)i, 0);
-    for (size_t i = 0; i < sizeof lower_three / sizeof lower_three[0]; i++)
-        bad += check_includes(lower_three[i], -1, 1);
-    /* every folder in core/ is a known layer (or the knowledge files) */
+    char fp[4400];
+    struct stat sb;
+    snprintf(fp, sizeof fp, "%s/%s", L->root, rel);
+    return stat(fp, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* "a/b/../c" -> "a/c" in place (no leading ".." survives: returns -1). */
+static int path_normalize(char *p)
+{
+    char *seg[64];
+    int n = 0;
+    for (char *tok = strtok(p, "/"); tok; tok = strtok(NULL, "/")) {
+        if (strcmp(tok, ".") == 0)
+            continue;
+        if (strcmp(tok, "..") == 0) {
+            if (n == 0)
+                return -1;
+            n--;
+            continue;
+        }
+        if (n == 64)
+            return -1;
+        seg[n++] = tok;
+    }
+    char joined[1024] = "";
+    for (int i = 0; i < n; i++) {
+        if (i)
+            strncat(joined, "/", sizeof joined - strlen(joined) - 1);
+        strncat(joined, seg[i], sizeof joined - strlen(joined) - 1);
+    }
+    strcpy(p, joined);
+    return 0;
+}
+
+/* Resolves an include of file `rel` (root-relative) into `out`; 0 when
+ * found in the tree, 1 when it is a header from outside the tree. */
+static int include_resolve(const struct layering *L, const char *rel, const char *inc, size_t n,
+                           char *res, size_t cap)
+{
+    char dir[1200], cand[2400];
+    snprintf(dir, sizeof dir, "%s", rel);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    else
+        dir[0] = '\0';
+    if (memchr(inc, '/', n) && !(n > 3 && strncmp(inc, "../", 3) == 0)) {
+        snprintf(res, cap, "%.*s", (int)n, inc);
+        return file_in_root(L, res) ? 0 : 1;
+    }
+    if (memchr(inc, '/', n)) { /* "../x/y.h": from the file's folder */
+        snprintf(cand, sizeof cand, "%s/%.*s", dir, (int)n, inc);
+        if (path_normalize(cand) != 0)
+            return 1;
+        snprintf(res, cap, "%s", cand);
+        return file_in_root(L, res) ? 0 : 1;
+    }
+    /* a bare name: the folder and its parents within the file's own part */
+    int t;
+    int part = part_of(L, rel, &t);
+    for (;;) {
+        snprintf(cand, sizeof cand, "%s%s%.*s", dir, dir[0] ? "/" : "", (int)n, inc);
+        if (file_in_root(L, cand)) {
+            snprintf(res, cap, "%s", cand);
+            return 0;
+        }
+        char *s = strrchr(dir, '/');
+        if (!s)
+            break;
+        *s = '\0';
+        int t2;
+        if (part_of(L, dir, &t2) != part || t2 != t || (part == 't' && !strchr(dir + 9, '/') &&
+                                                         strlen(dir) <= 9))
+            break;
+        /* stop at platform/<t> itself (its parent is shared platform) */
+        if (part == 't' && strcmp(dir, "platform") == 0)
+            break;
+    }
+    static const char *const shared[] = {"platform/judge", "platform"};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(cand, sizeof cand, "%s/%.*s", shared[i], (int)n, inc);
+        if (file_in_root(L, cand)) {
+            snprintf(res, cap, "%s", cand);
+            return 0;
+        }
+    }
+    /* not found where the build looks: another target's header by that
+     * name is still an include of that target (it would need a -I to it) */
+    for (int i = 0; i < L->n_targets; i++) {
+        if (part == 't' && i == t)
+            continue;
+        static const char *const sub[] = {"", "/embed"};
+        for (size_t k = 0; k < 2; k++) {
+            snprintf(cand, sizeof cand, "platform/%s%s/%.*s", L->targets[i], sub[k], (int)n, inc);
+            if (file_in_root(L, cand)) {
+                snprintf(res, cap, "%s", cand);
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+/* The verdict on one include of file `rel` resolved to `to`; NULL if fine. */
+static const char *include_why(const struct layering *L, const char *rel, const char *to)
+{
+    int ft, tt;
+    int from = part_of(L, rel, &ft), dest = part_of(L, to, &tt);
+    if (from == 'c') {
+        if (dest == 't')
+            return "core names no target folder (platform.h only)";
+        if (dest != 'c')
+            return NULL;
+        char frel[1100];
+        snprintf(frel, sizeof frel, "%s", rel);
+        int lf = core_layer_of(frel, strlen(frel)), lt = core_layer_of(to, strlen(to));
+        if (lt < 0)
+            return "not a core folder this test knows (add it to core_layers)";
+        if (lf >= 0 && lt != lf && core_layers[lt].rank >= core_layers[lf].rank)
+            return "an include upwards or sideways in core's layers";
+        return NULL;
+    }
+    if (dest == 'c')
+        return "store, net and platform include nothing of core";
+    if ((from == 's' || from == 'n' || from == 'p' || from == 't') && dest && dest != from &&
+        !(from == 't' && dest == 'p'))
+        return dest == 't' ? "platform's shared files include no target (platform_ops only)"
+                           : "store, net and platform never include each other";
+    if (from == 't' && dest == 't' && ft != tt)
+        return "a target includes nothing of another target";
+    return NULL;
+}
+
+static void check_file(struct layering *L, const char *rel)
+{
+    char fp[4400];
+    snprintf(fp, sizeof fp, "%s/%s", L->root, rel);
+    FILE *f = fopen(fp, "r");
+    assert_non_null(f);
+    int t;
+    int is_core = part_of(L, rel, &t) == 'c';
+    char line[1024];
+    int ln = 0;
+    while (fgets(line, sizeof line, f)) {
+        ln++;
+        const char *p = line;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        /* core branches on no target's name: a target is reached through
+         * platform_ops only (comments may name them) */
+        if (is_core && *p != '*' && strncmp(p, "/*", 2) != 0 && strncmp(p, "//", 2) != 0 &&
+            (strstr(p, "\"k3\"") || strstr(p, "\"ascend\""))) {
+            print_message("FAIL: %s:%d: a target's name in core code (use platform_ops)\n", rel, ln);
+            L->bad++;
+        }
+        if (strncmp(p, "#include \"", 10) != 0)
+            continue;
+        const char *inc = p + 10, *q = strchr(inc, '"');
+        if (!q)
+            continue;
+        size_t n = (size_t)(q - inc);
+        char to[2400];
+        if (include_resolve(L, rel, inc, n, to, sizeof to) != 0)
+            continue; /* a system or toolkit header */
+        const char *why = include_why(L, rel, to);
+        if (why) {
+            print_message("FAIL: %s:%d: #include \"%.*s\" (%s): %s\n", rel, ln, (int)n, inc, to, why);
+            L->bad++;
+        }
+    }
+    fclose(f);
+}
+
+/* Every source file under dir (root-relative), folders within folders. */
+static void check_tree(struct layering *L, const char *dir, int depth)
+{
     char path[4096];
-    snprintf(path, sizeof path, "%s/core", test_src_root());
+    snprintf(path, sizeof path, "%s/%s", L->root, dir);
     DIR *dd = opendir(path);
     assert_non_null(dd);
     struct dirent *e;
+    while ((e = readdir(dd))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char rel[1100], fp[4400];
+        struct stat sb;
+        snprintf(rel, sizeof rel, "%s/%s", dir, e->d_name);
+        snprintf(fp, sizeof fp, "%s/%s", L->root, rel);
+        if (stat(fp, &sb) != 0)
+            continue;
+        if (S_ISDIR(sb.st_mode)) {
+            assert_true(depth < 8);
+            check_tree(L, rel, depth + 1);
+            continue;
+        }
+        size_t l = strlen(e->d_name);
+        int src = (l > 2 && (strcmp(e->d_name + l - 2, ".c") == 0 || strcmp(e->d_name + l - 2, ".h") == 0)) ||
+                  (l > 4 && (strcmp(e->d_name + l - 4, ".cpp") == 0 || strcmp(e->d_name + l - 4, ".inc") == 0));
+        if (src)
+            check_file(L, rel);
+    }
+    closedir(dd);
+}
+
+/* The whole check on one source root; returns the number of bad includes. */
+static int layering_check(const char *root)
+{
+    struct layering L = {.root = root};
+    char path[4096];
+    snprintf(path, sizeof path, "%s/platform", root);
+    DIR *dd = opendir(path);
+    assert_non_null(dd);
+    struct dirent *e;
+    while ((e = readdir(dd))) {
+        char fp[4400];
+        struct stat sb;
+        snprintf(fp, sizeof fp, "%s/%s", path, e->d_name);
+        /* judge/ is shared by the targets, not one of them */
+        if (e->d_name[0] == '.' || strcmp(e->d_name, "judge") == 0 || stat(fp, &sb) != 0 ||
+            !S_ISDIR(sb.st_mode))
+            continue;
+        assert_true(L.n_targets < LAYER_MAX_TARGETS && strlen(e->d_name) < sizeof L.targets[0]);
+        snprintf(L.targets[L.n_targets++], sizeof L.targets[0], "%s", e->d_name);
+    }
+    closedir(dd);
+    static const char *const tops[] = {"core", "store", "net", "platform"};
+    for (size_t i = 0; i < 4; i++)
+        check_tree(&L, tops[i], 0);
+    /* every folder in core/ is a known layer (or the knowledge files) */
+    snprintf(path, sizeof path, "%s/core", root);
+    dd = opendir(path);
+    assert_non_null(dd);
     while ((e = readdir(dd))) {
         char fp[4400], rel[300];
         struct stat sb;
@@ -785,12 +976,87 @@ static void test_include_layers(void **state)
         if (core_layer_of(rel, strlen(rel)) < 0) {
             print_message("FAIL: core/%s/: a folder the layering does not know (add it to "
                           "core_layers and README's Layout)\n", e->d_name);
-            bad++;
+            L.bad++;
         }
     }
     closedir(dd);
+    return L.bad;
+}
+
+static void test_include_layers(void **state)
+{
+    (void)state;
+    int bad = layering_check(test_src_root());
     if (bad)
         fail_msg("%d include(s) break the layering README.md's Layout states (lines above)", bad);
+}
+
+/* The checker itself finds what it must: a scratch tree with one file per
+ * kind of bad include (a target including another target's file by path and
+ * by bare name from an embed folder, shared platform including a target,
+ * core including a target, a lower layer including core, core upwards), and
+ * nothing in the good ones. */
+static void put_file(const char *root, const char *rel, const char *text)
+{
+    char fp[4400], dir[4400];
+    snprintf(fp, sizeof fp, "%s/%s", root, rel);
+    snprintf(dir, sizeof dir, "%s", fp);
+    for (char *s = dir + strlen(root) + 1; (s = strchr(s, '/')); s++) {
+        *s = '\0';
+        mkdir(dir, 0700);
+        *s = '/';
+    }
+    FILE *f = fopen(fp, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_include_layers_checker(void **state)
+{
+    (void)state;
+    const char *tmp = getenv("KOPE_TEST_TMP");
+    char root[1024];
+    snprintf(root, sizeof root, "%s/layering", tmp ? tmp : "/tmp");
+    mkdir(root, 0700);
+    put_file(root, "core/cli/cli.c", "#include \"core/agent/agent.h\"\n#include \"platform/platform.h\"\n");
+    put_file(root, "core/agent/agent.h", "#include \"core/graph/graph.h\"\n");
+    put_file(root, "core/graph/graph.h", "#include <stdio.h>\n");
+    put_file(root, "store/store.h", "#include \"store/x.h\"\n");
+    put_file(root, "store/x.h", "\n");
+    put_file(root, "net/net.h", "\n");
+    put_file(root, "platform/platform.h", "\n");
+    put_file(root, "platform/judge/verdict.h", "#include \"hargs.h\"\n");
+    put_file(root, "platform/judge/hargs.h", "\n");
+    put_file(root, "platform/aa/aa.c", "#include \"platform/aa/aa.h\"\n#include \"platform/platform.h\"\n");
+    put_file(root, "platform/aa/aa.h", "\n");
+    put_file(root, "platform/aa/embed/h.c", "#include \"verdict.h\"\n#include \"kernel_operator.h\"\n#include \"aa_local.h\"\n");
+    put_file(root, "platform/aa/embed/aa_local.h", "\n");
+    put_file(root, "platform/bb/bb.h", "\n");
+    put_file(root, "platform/bb/embed/bb_only.h", "\n");
+    assert_int_equal(layering_check(root), 0); /* the good tree passes */
+    struct {
+        const char *rel, *text;
+    } bad[] = {
+        {"platform/aa/x1.c", "#include \"platform/bb/bb.h\"\n"},     /* target -> target by path */
+        {"platform/aa/embed/x2.c", "#include \"bb_only.h\"\n"},     /* ... by bare name */
+        {"platform/aa/qemu/x3.c", "#include \"../../bb/bb.h\"\n"},  /* ... by ../ path */
+        {"platform/x4.c", "#include \"platform/aa/aa.h\"\n"},       /* shared -> target */
+        {"platform/judge/x5.h", "#include \"platform/bb/bb.h\"\n"}, /* judge -> target */
+        {"core/cli/x6.c", "#include \"platform/aa/aa.h\"\n"},       /* core -> target */
+        {"store/x7.c", "#include \"core/graph/graph.h\"\n"},        /* lower -> core */
+        {"net/x8.c", "#include \"store/store.h\"\n"},               /* lower -> lower */
+        {"core/graph/x9.c", "#include \"core/agent/agent.h\"\n"},   /* core upwards */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        put_file(root, bad[i].rel, bad[i].text);
+        int n = layering_check(root);
+        if (n != 1)
+            fail_msg("%s: the checker found %d bad includes, want 1", bad[i].rel, n);
+        char fp[4400];
+        snprintf(fp, sizeof fp, "%s/%s", root, bad[i].rel);
+        unlink(fp);
+    }
 }
 
 static int doc_cmp(const void *a, const void *b)
@@ -817,7 +1083,7 @@ int main(void)
     closedir(dd);
     qsort(docs + 1, n_docs - 1, sizeof docs[0], doc_cmp);
 
-    struct CMUnitTest tests[MAX_DOCS + 4];
+    struct CMUnitTest tests[MAX_DOCS + 8];
     size_t nt = 0;
     for (size_t k = 0; k < n_docs; k++) {
         tests[nt] = (struct CMUnitTest){docs[k].rel, test_doc, NULL, NULL, &docs[k]};
@@ -827,6 +1093,7 @@ int main(void)
     tests[nt++] = (struct CMUnitTest){"allowed_headers", test_allowed_headers, NULL, NULL, NULL};
     tests[nt++] = (struct CMUnitTest){"store_doc", test_store_doc, NULL, NULL, NULL};
     tests[nt++] = (struct CMUnitTest){"include_layers", test_include_layers, NULL, NULL, NULL};
+    tests[nt++] = (struct CMUnitTest){"include_layers_checker", test_include_layers_checker, NULL, NULL, NULL};
     /* TEST_DOCS_ONLY=store_doc (a cmocka pattern, * allowed) runs those cases
      * alone while mending a page */
     if (getenv("TEST_DOCS_ONLY") && *getenv("TEST_DOCS_ONLY"))
