@@ -195,7 +195,7 @@ struct srv {
     struct net_peer_conf *conf;
     struct net_trust *trust;
     struct net_peer_listener *l;
-    volatile int stop;
+    volatile sig_atomic_t stop;
     pthread_t th;
     char port[16];
 };
@@ -261,7 +261,7 @@ static double sync_with(struct dev *d, const char *key_pem, const char *cert_pem
 
 /* ------------------------------------------------------------ hostile load */
 
-static volatile int child_stop;
+static volatile sig_atomic_t child_stop;
 static void child_on_term(int sig)
 {
     (void)sig;

@@ -47,9 +47,3 @@ const char *kope_strerror(int code)
         return platform_strerror(code);
     return core_text(code);
 }
-
-void kope_assert_fail(const char *file, int line, const char *expr)
-{
-    fprintf(stderr, "kope: assertion failed at %s:%d: %s\n", file, line, expr);
-    abort();
-}

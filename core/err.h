@@ -40,9 +40,4 @@ enum kope_err {
 /* Text for any kope error code (any band). Never NULL; static storage. */
 const char *kope_strerror(int code);
 
-/* Programmer-error assertion that stays on in release builds. */
-void kope_assert_fail(const char *file, int line, const char *expr);
-#define KOPE_ASSERT(x) \
-    do { if (!(x)) kope_assert_fail(__FILE__, __LINE__, #x); } while (0)
-
 #endif /* KOPE_ERR_H */

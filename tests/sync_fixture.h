@@ -221,7 +221,7 @@ struct srv {
     struct net_trust *trust;
     struct net_peer_listener *l;
     struct sync_server s;
-    volatile int stop;
+    volatile sig_atomic_t stop;
     pthread_t th;
     char port[16];
     pthread_mutex_t mu;

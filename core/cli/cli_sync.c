@@ -538,8 +538,8 @@ static int limits_bad(const struct net_peer_limits *l)
     "  --min-rate N      after 10 s of waiting on the peer, it must move N bytes per second of\n"   \
     "                    waiting (default 1024)\n"
 
-static volatile int serve_stop;
-static volatile int serve_hup;
+static volatile sig_atomic_t serve_stop; /* written by on_signal only */
+static volatile sig_atomic_t serve_hup;
 
 static void on_signal(int sig)
 {

@@ -18,6 +18,7 @@
 #ifndef KOPE_SYNC_H
 #define KOPE_SYNC_H
 
+#include <signal.h> /* sig_atomic_t */
 #include <stdint.h>
 #include <stdio.h>
 
@@ -127,7 +128,7 @@ struct sync_server {
      * started with. conf and opts.trust above stay the caller's. */
     int (*reload)(void *ctx, struct net_peer_conf **conf, struct net_trust **trust, char *err, size_t err_cap);
     void *reload_ctx;
-    volatile int *stop;
+    volatile sig_atomic_t *stop; /* set from a signal handler: nonzero ends serving */
     void (*on_session)(void *ctx, int rc, const struct sync_stats *st);
     void *ctx;
     int active;               /* internal: connections being served */
