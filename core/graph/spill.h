@@ -2,7 +2,7 @@
  * core/graph/spill.h - an append-only list of byte entries held in memory up to a
  * limit and in an unlinked temporary file past it, read back in order.
  *
- * The importer (core/graph/graph.c) buffers a run of verified records here until
+ * The importer (core/graph/graph_import.c) buffers a run of verified records here until
  * the checkpoint that covers it has arrived and verified, so that it never
  * holds the store's write lock while it waits on a peer: the run is then
  * written in one short transaction. Both parts have hard caps: mem_max

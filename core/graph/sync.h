@@ -11,7 +11,7 @@
  * key, covers it. The client sends first; then the server.
  *
  * Nothing here trusts the peer: every frame is checked (net/sync_frame.h),
- * every record is checked (core/graph/graph.c), every wait has a timeout.
+ * every record is checked (core/graph/graph_import.c), every wait has a timeout.
  *
  * Ownership: everything is borrowed; sync_stats is filled by the callee.
  */
