@@ -441,7 +441,7 @@ static void test_user_op_suite_budget_one(void **state)
     assert_non_null(strstr(out, "autovec-O3"));
     assert_int_equal(sh("(%s --db u.db kernel show logsoftmax-8x1000 2>/dev/null)", k), 0);
     assert_non_null(strstr(out, "float lse = mx + logf(sum);"));
-    /* an LLM reply applied later (core/agent/queue.c) evaluates against the task
+    /* an LLM reply applied later (core/agent/pump.c) evaluates against the task
      * record alone: the user op comes back with its family and reference */
     struct store *st;
     struct graph g;

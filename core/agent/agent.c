@@ -34,7 +34,7 @@
 #include "core/graph/graph.h"
 #include "core/agent/prompt.h"
 #include "core/agent/proposer.h"
-#include "core/agent/queue.h"
+#include "core/agent/pump.h"
 #include "core/task/task.h"
 #include "core/agent/trial.h"
 #include "core/interrupt.h"

@@ -5,7 +5,7 @@
  * For each task of a suite: find or add its task record, then trial after
  * trial within the budget (trials per task, LLM tokens per run, wall time):
  * a proposer gives a kernel (the offline tuner, core/agent/tuner.h, or the LLM
- * through the durable queue, core/agent/queue.h), the platform screens, compiles,
+ * through the durable queue, core/agent/pump.h), the platform screens, compiles,
  * verifies and measures it, and the decision (parent = the decision it
  * refined) and its outcome are recorded in the graph. At the end of a task
  * an insight record cites the outcomes it learned from.

@@ -221,7 +221,7 @@ int prompt_build(struct run *r, const struct plat_task *t, const uint8_t task[32
     cJSON_AddStringToObject(j, "user", p.user);
     cJSON_AddNumberToObject(j, "est", (double)p.n_tokens);
     /* the run that asks: a reply applied later (`kope queue flush`) is that
-     * run's trial and counts toward its tokens (core/agent/queue.c). Not sent. */
+     * run's trial and counts toward its tokens (core/agent/pump.c). Not sent. */
     if (r->id)
         cJSON_AddNumberToObject(j, "run", (double)r->id);
     *est = (long)p.n_tokens;

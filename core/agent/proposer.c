@@ -19,7 +19,7 @@
 #include "core/task/task.h"
 #include "core/agent/prompt.h"
 #include "core/agent/proposer.h"
-#include "core/agent/queue.h"
+#include "core/agent/pump.h"
 #include "core/agent/trial.h"
 #include "core/agent/tuner.h"
 #include "core/util.h"

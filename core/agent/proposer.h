@@ -11,7 +11,7 @@
  *   ref      a user op's own reference built as a candidate (autovectorized
  *            by the candidate flags), once: with no seed it is the first
  *            trial, so the task has a passing kernel and a best to refine;
- *   llm      the LLM through the durable call queue (core/agent/queue.h): its
+ *   llm      the LLM through the durable call queue (core/agent/pump.h): its
  *            trials are recorded when the reply is applied, so it answers
  *            PROPOSE_RECORDED, or PROPOSE_PASS while the link is down;
  *   starter  the target's built-in kernel (platform_ops.starter), once;

@@ -2,7 +2,7 @@
  * core/agent/trial.h - one trial: evaluate a candidate kernel on the target and
  * record it (decision + outcome) in one transaction. The task loop
  * (core/agent/agent.c, through the proposers of core/agent/proposer.h) and the LLM call
- * queue (core/agent/queue.h) both call it, so neither calls the other's insides.
+ * queue (core/agent/pump.h) both call it, so neither calls the other's insides.
  *
  * Reading order: struct run (what a run shares with its trials), struct
  * proposal (a candidate, from any proposer), struct verdict (what the target

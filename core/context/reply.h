@@ -3,7 +3,7 @@
  * and what it takes from the message's content. net/ speaks HTTP, TLS and
  * the OpenAI chat protocol and returns the message (net/llm_reply.h); what
  * a kernel is belongs here, and it is extracted once, when a queued reply
- * is applied (core/agent/queue.c).
+ * is applied (core/agent/pump.c).
  *
  * Pure functions over outside bytes (no I/O), fuzzed with the JSON parser
  * (tests/fuzz_llm_reply.c). From the content they extract:

@@ -39,7 +39,7 @@ size_t tokens_calibrated(struct store *st, const char *endpoint, size_t n_raw);
  * average (weight 1/4 for the new sample, the first sample taken as is),
  * clamped to [0.5, 2] (a server reporting nonsense cannot skew it
  * further). reported <= 0 or n_raw == 0 is ignored (returns 0). The agent
- * calls it after every answered call (core/agent/queue.c). Returns 0 or a
+ * calls it after every answered call (core/agent/pump.c). Returns 0 or a
  * STORE_ERR_* code. */
 int tokens_calibrate(struct store *st, const char *endpoint, size_t n_raw, long reported);
 

@@ -1,11 +1,11 @@
 /*
- * core/agent/queue.h - the durable LLM call queue's moves (store/queue.h holds the
+ * core/agent/pump.h - the durable LLM call queue's moves (store/queue.h holds the
  * rows): send a pending call, apply an answered one (through core/agent/trial.h),
  * pump both. The LLM proposer (core/agent/proposer.c) and `kope queue flush`
  * (core/agent/agent.c agent_queue_flush) call it; it calls nothing of theirs.
  */
-#ifndef KOPE_CORE_QUEUE_H
-#define KOPE_CORE_QUEUE_H
+#ifndef KOPE_AGENT_PUMP_H
+#define KOPE_AGENT_PUMP_H
 
 #include <stdint.h>
 

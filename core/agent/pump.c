@@ -1,5 +1,5 @@
 /*
- * core/agent/queue.c - the durable LLM call queue's moves (store/queue.h holds the
+ * core/agent/pump.c - the durable LLM call queue's moves (store/queue.h holds the
  * rows): send a pending call, apply an answered one, pump both.
  *
  * Every LLM call of the agent is a queue row before it is sent, so a live
@@ -18,7 +18,7 @@
  * row again once it holds it; a row another process moved meanwhile is left
  * alone, so no process fails because another got there first.
  */
-#include "core/agent/queue.h"
+#include "core/agent/pump.h"
 
 #include <stdlib.h>
 #include <string.h>
