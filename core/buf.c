@@ -71,6 +71,27 @@ int buf_adds(struct buf *b, const char *s)
     return buf_add(b, s, strlen(s));
 }
 
+int buf_code_block(struct buf *b, const char *lang, const char *text, size_t len)
+{
+    size_t run = 0, longest = 0;
+    for (size_t i = 0; i < len; i++) {
+        run = text[i] == '`' ? run + 1 : 0;
+        if (run > longest)
+            longest = run;
+    }
+    size_t fence = longest < 3 ? 3 : longest + 1;
+    for (size_t i = 0; i < fence; i++)
+        buf_addc(b, '`');
+    buf_adds(b, lang ? lang : "");
+    buf_addc(b, '\n');
+    buf_add(b, text, len);
+    if (len == 0 || text[len - 1] != '\n')
+        buf_addc(b, '\n');
+    for (size_t i = 0; i < fence; i++)
+        buf_addc(b, '`');
+    return buf_addc(b, '\n');
+}
+
 int buf_printf(struct buf *b, const char *fmt, ...)
 {
     char small[256];

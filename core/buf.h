@@ -25,6 +25,12 @@ int buf_addc(struct buf *b, char c);
 int buf_adds(struct buf *b, const char *s);
 int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static inline int buf_err(const struct buf *b) { return b->err; }
+/* Text quoted as data in a Markdown prompt: `text` (len bytes, any bytes)
+ * between fences longer than its longest backtick run (at least 3), after
+ * the fence the info string `lang` (may be ""), a newline before the closing
+ * fence if text lacks one. Nothing inside can close the block, so a comment
+ * in a hostile kernel cannot step out of it and speak as the prompt. */
+int buf_code_block(struct buf *b, const char *lang, const char *text, size_t len);
 /* Hand the bytes to the caller (free() them); the buffer is left empty. */
 char *buf_detach(struct buf *b, size_t *len);
 

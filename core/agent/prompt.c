@@ -42,11 +42,15 @@ static int prompt_fallback(const struct ctx_request *rq, struct ctx_prompt *p)
                plat_task_op_name(rq->task), shape, rq->task->rtol, rq->task->atol,
                pc->signature(rq->task->family));
     if (rq->task->op == PLAT_OP_USER && rq->task->user && rq->task->user->ref)
-        buf_printf(&u, "A user's own op: it computes what this reference does (plain C, the judge's answer):\n"
-                       "```c\n%.*s\n```\n", 12 * 1024, rq->task->user->ref);
+    {
+        buf_adds(&u, "A user's own op: it computes what this reference does (plain C, the judge's answer):\n");
+        buf_code_block(&u, "c", rq->task->user->ref, strnlen(rq->task->user->ref, 12 * 1024));
+    }
     if (rq->best_source)
-        buf_printf(&u, "\n## Current best kernel (%s)\n```%s\n%s\n```\n",
-                   rq->best_summary ? rq->best_summary : "", pc->lang, rq->best_source);
+    {
+        buf_printf(&u, "\n## Current best kernel (%s)\n", rq->best_summary ? rq->best_summary : "");
+        buf_code_block(&u, pc->lang, rq->best_source, strlen(rq->best_source));
+    }
     for (size_t i = 0; i < rq->n_feedback; i++) {
         const struct ctx_feedback *f = &rq->feedback[i];
         buf_printf(&u, "\n## Attempt feedback %zu: %s %s%s%s\n", i + 1, f->stage ? f->stage : "",

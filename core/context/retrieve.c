@@ -493,13 +493,14 @@ static int task_items(struct graph *g, const struct retr_query *q, const char *q
                 text = active;
                 len = strlen(text);
                 label(&b, c, qtarget, RETR_SPEED);
-                buf_printf(&b, " its best kernel (%s, %s%s):\n```%s\n", tags[0], phr,
-                           removed ? "; its active configuration, switched-off #if branches not shown" : "",
-                           platform_prompt(qtarget)->lang);
-                buf_add(&b, text, len > SOURCE_MAX_BYTES ? SOURCE_MAX_BYTES : len);
-                if (len > SOURCE_MAX_BYTES)
-                    buf_adds(&b, "\n/* ... cut ... */");
-                buf_adds(&b, "\n```\n");
+                buf_printf(&b, " its best kernel (%s, %s%s):\n", tags[0], phr,
+                           removed ? "; its active configuration, switched-off #if branches not shown" : "");
+                static const char mark[] = "\n/* ... cut ... */";
+                if (len > SOURCE_MAX_BYTES) { /* cut, and said so inside the block */
+                    len = SOURCE_MAX_BYTES + 1;
+                    memcpy(text + len - (sizeof mark - 1), mark, sizeof mark - 1);
+                }
+                buf_code_block(&b, platform_prompt(qtarget)->lang, text, len);
                 free(text);
                 double v = RETR_W_SOURCE * c->sim * speed_factor(bo, q->best_share);
                 snprintf(why, sizeof why, "best kernel of %s %s (sim %.2f), %.2fx",
