@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <cmocka.h>
 
@@ -263,6 +264,54 @@ static void test_user_op_files(void **state)
     assert_null(s.tasks);
 }
 
+
+/* A suite's file names are an allow-list (core/task suite_name_ok): a path
+ * relative to the suite's folder, no "..", no absolute path, no symbolic
+ * link on the way; anything else is refused before a byte is read (the
+ * outsider red team's suites named "$HOME/.ssh/id_rsa" as a seed, and kope
+ * stored, exported and prompted it). Sub-folders still work. */
+static void test_suite_file_names_confined(void **state)
+{
+    (void)state;
+    struct task_suite s;
+    char err[512] = "", path[700], dir[600], secret[700], link[700];
+    const char *tmp = getenv("KOPE_TEST_TMP");
+    snprintf(dir, sizeof dir, "%s/confine", tmp ? tmp : "/tmp");
+    mkdir(dir, 0700);
+    snprintf(path, sizeof path, "%s/sub", dir);
+    mkdir(path, 0700);
+    snprintf(path, sizeof path, "%s/sub/k.c", dir);
+    put(path, "void kope_kernel(void) {}\n");
+    snprintf(secret, sizeof secret, "%s/secret.txt", tmp ? tmp : "/tmp");
+    put(secret, "FAKE-SECRET\n");
+    snprintf(link, sizeof link, "%s/link.c", dir);
+    unlink(link);
+    assert_int_equal(symlink(secret, link), 0);
+    snprintf(path, sizeof path, "%s/s.json", dir);
+    put(path, ONE("{\"name\": \"t\", \"op\": \"add\", \"shape\": {\"n\": 4}, \"seed\": \"sub/k.c\"}"));
+    assert_int_equal(task_suite_load(path, &s, err, sizeof err), 0);
+    assert_non_null(s.tasks[0].seed);
+    task_suite_free(&s);
+    const char *bad[] = {secret, "../secret.txt", "sub/../../secret.txt", "./sub/k.c", "link.c",
+                         "sub//k.c", "k\\u001b.c"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char json[1200];
+        snprintf(json, sizeof json,
+                 ONE("{\"name\": \"t\", \"op\": \"add\", \"shape\": {\"n\": 4}, \"seed\": \"%s\"}"), bad[i]);
+        put(path, json);
+        err[0] = '\0';
+        int rc = task_suite_load(path, &s, err, sizeof err);
+        if (rc == 0 || !strstr(err, "task 't'") || strstr(err, "FAKE-SECRET"))
+            fail_msg("seed \"%s\" accepted or badly refused (rc %d): %s", bad[i], rc, err);
+        assert_null(s.tasks);
+    }
+    /* the same rule for a user op's reference */
+    put(path, ONE("{\"name\": \"u\", \"op\": \"swiglu\", \"family\": \"elementwise\", \"ref\": \"../secret.txt\", "
+                  "\"shape\": {\"n\": 4}}"));
+    assert_int_not_equal(task_suite_load(path, &s, err, sizeof err), 0);
+    assert_non_null(strstr(err, "relative to the suite file's folder"));
+}
+
 /* The platform catalogue the parser relies on: op names round-trip, each
  * failure reason and screen rule has its own stable name, the error band
  * has text, and the work/roofline arithmetic is right on simple numbers. */
@@ -315,6 +364,7 @@ int main(void)
         cmocka_unit_test(test_file_errors_name_file),
         cmocka_unit_test(test_user_op),
         cmocka_unit_test(test_user_op_files),
+        cmocka_unit_test(test_suite_file_names_confined),
         cmocka_unit_test(test_platform_catalogue),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

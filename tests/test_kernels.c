@@ -516,18 +516,20 @@ static void test_user_op_judged_by_its_ref(void **state)
     snprintf(suite, sizeof suite,
              "{\"suite\": \"mine\", \"tasks\": ["
              "{\"name\": \"sw-wrong\", \"op\": \"swiglu\", \"family\": \"elementwise\","
-             " \"ref\": \"%s/suites/user-ops/swiglu_ref.c\", \"shape\": {\"n\": 1000},"
+             " \"ref\": \"swiglu_ref.c\", \"shape\": {\"n\": 1000},"
              " \"seed\": \"%s\\nvoid kope_kernel(size_t n, const float *x, const float *y, float *out,"
              " const struct kope_scalars *s) { (void)y; (void)s;"
              " for (size_t i = 0; i < n; i++) out[i] = x[i] / (1.0f + expf(-x[i])); }\\n\"},"
              "{\"name\": \"sw-other\", \"op\": \"swiglu\", \"family\": \"elementwise\","
-             " \"ref\": \"%s/suites/user-ops/swiglu_ref.c\", \"shape\": {\"n\": 1000},"
+             " \"ref\": \"swiglu_ref.c\", \"shape\": {\"n\": 1000},"
              " \"seed\": \"%s\\nvoid kope_kernel(size_t n, const float *x, const float *y, float *out,"
              " const struct kope_scalars *s) { (void)s;"
              " for (size_t i = 0; i < n; i++) out[i] = x[i] * y[i] / (1.0f + expf(-x[i])); }\\n\"}]}",
-             test_src_root(), "#include <stddef.h>\\n#include <math.h>\\n#include \\\"kernel_abi.h\\\"",
-             test_src_root(), "#include <stddef.h>\\n#include <math.h>\\n#include \\\"kernel_abi.h\\\"");
+             "#include <stddef.h>\\n#include <math.h>\\n#include \\\"kernel_abi.h\\\"",
+             "#include <stddef.h>\\n#include <math.h>\\n#include \\\"kernel_abi.h\\\"");
     test_write_text("mine.json", suite);
+    /* a suite names its files relative to its own folder (core/task) */
+    assert_int_equal(sh("cp %s/suites/user-ops/swiglu_ref.c swiglu_ref.c", test_src_root()), 0);
     test_store_init("j.db");
     assert_int_equal(sh("%s --db j.db run --suite mine.json --offline --budget 2", k), 0);
     assert_non_null(strstr(out, "sw-wrong trial 1/2 seed: wrong_result"));

@@ -10,10 +10,14 @@
  * "notes" (the suite's, a task's) and "source" (a task's). Unknown keys in
  * shape are errors too, also per op ("col", "k" for an elementwise op).
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cJSON.h>
 
@@ -453,18 +457,109 @@ int task_seed_read(const char *path, const char *task, const char *field, char *
     return 0;
 }
 
-/* Read file (relative to the suite file's folder) into *src. */
+/* A suite's file name, as an allow-list: a path relative to the suite
+ * file's folder, of components made of letters, digits, '.', '_' and '-',
+ * none of them "." or ".." (a suite may come from anyone: it must not
+ * make kope read, store, export and prompt a host file such as a key). */
+static int suite_name_ok(const char *file)
+{
+    if (!file[0] || file[0] == '/')
+        return 0;
+    const char *c = file;
+    for (;;) {
+        const char *e = strchr(c, '/');
+        size_t n = e ? (size_t)(e - c) : strlen(c);
+        if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+            return 0;
+        for (size_t i = 0; i < n; i++)
+            if (!((c[i] >= 'a' && c[i] <= 'z') || (c[i] >= 'A' && c[i] <= 'Z') ||
+                  (c[i] >= '0' && c[i] <= '9') || c[i] == '.' || c[i] == '_' || c[i] == '-'))
+                return 0;
+        if (!e)
+            return 1;
+        c = e + 1;
+    }
+}
+
+/* Read file (relative to the suite file's folder, no symbolic link on the
+ * way: each component opened with O_NOFOLLOW beneath the folder) into *src. */
 static int suite_file_read(const char *suite_path, const char *file, const char *task,
                            const char *field, char **src, size_t *len, char *err, size_t err_len)
 {
+    *src = NULL;
+    *len = 0;
+    if (!suite_name_ok(file)) {
+        snprintf(err, err_len,
+                 "task '%s': %s: '%.100s' is not a file name kope reads from a suite: give a path "
+                 "relative to the suite file's folder (letters, digits, '.', '_', '-' and '/'; no "
+                 "'..'), or the source itself (a string with newlines)",
+                 task, field, file);
+        return KOPE_ERR_PARSE;
+    }
     const char *slash = strrchr(suite_path, '/');
-    int dir_len = slash ? (int)(slash - suite_path) : 0;
-    char path[4200];
-    if (file[0] == '/' || !slash)
-        snprintf(path, sizeof path, "%s", file);
-    else
-        snprintf(path, sizeof path, "%.*s/%s", dir_len, suite_path, file);
-    return task_seed_read(path, task, field, src, len, err, err_len);
+    char dir[4200], part[PLAT_NAME_MAX + 4200];
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - suite_path) : 1, slash ? suite_path : ".");
+    if (!dir[0])
+        snprintf(dir, sizeof dir, "/");
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const char *c = file;
+    while (fd >= 0) {
+        const char *e = strchr(c, '/');
+        size_t n = e ? (size_t)(e - c) : strlen(c);
+        snprintf(part, sizeof part, "%.*s", (int)n, c);
+        int next = openat(fd, part, (e ? O_DIRECTORY : 0) | O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        int saved = errno;
+        close(fd);
+        fd = next;
+        errno = saved;
+        if (!e)
+            break;
+        c = e + 1;
+    }
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        int saved = fd < 0 ? errno : 0;
+        if (fd >= 0)
+            close(fd);
+        snprintf(err, err_len, "task '%s': %s: cannot use '%.200s' (beside the suite file): %s", task, field,
+                 file, saved == ELOOP ? "a symbolic link on the way (not followed)"
+                       : saved          ? strerror(saved)
+                                        : "not a regular file");
+        return KOPE_ERR_IO;
+    }
+    /* read through the descriptor opened above, capped like every seed */
+    size_t cap = PLAT_SRC_MAX;
+    char *buf = malloc(cap + 1);
+    if (!buf) {
+        close(fd);
+        return KOPE_ERR_NOMEM;
+    }
+    size_t got = 0;
+    for (;;) {
+        ssize_t r = read(fd, buf + got, cap + 1 - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+        if (got > cap)
+            break;
+    }
+    close(fd);
+    if (got > cap) {
+        free(buf);
+        snprintf(err, err_len, "task '%s': %s: '%.200s' is over %d bytes", task, field, file, PLAT_SRC_MAX);
+        return KOPE_ERR_TOOBIG;
+    }
+    if (got == 0) {
+        free(buf);
+        snprintf(err, err_len, "task '%s': %s: '%.200s' is empty", task, field, file);
+        return KOPE_ERR_IO;
+    }
+    buf[got] = '\0';
+    *src = buf;
+    *len = got;
+    return 0;
 }
 
 /* Read every task's seed and reference files. */
