@@ -205,3 +205,60 @@ int allow_attribute(const char *ns, const char *name)
             return 1;
     return 0;
 }
+
+/* Code point ranges allowed past ASCII (allow.h); inclusive, sorted. */
+static const unsigned long text_ranges[][2] = {
+    {0x00A0, 0x00AC}, {0x00AE, 0x024F}, /* Latin-1 and Latin Extended, less U+00AD soft hyphen */
+    {0x0370, 0x03FF}, {0x0400, 0x04FF}, /* Greek, Cyrillic */
+    {0x2010, 0x2027}, {0x2030, 0x205E}, /* punctuation, less U+2028/2029 and U+200B-200F, 202A-202F */
+    {0x2070, 0x209F}, {0x20A0, 0x20CF}, /* super/subscripts, currency */
+    {0x2100, 0x214F}, {0x2150, 0x218F}, /* letterlike, number forms */
+    {0x2190, 0x21FF}, {0x2200, 0x22FF}, /* arrows, mathematical operators */
+    {0x2300, 0x23FF}, {0x2460, 0x24FF}, /* technical, enclosed alphanumerics */
+    {0x2500, 0x257F}, {0x2580, 0x25FF}, /* box drawing, blocks and shapes */
+    {0x2600, 0x26FF}, {0x2700, 0x27BF}, /* symbols, dingbats */
+    {0x27C0, 0x27EF}, {0x2980, 0x2AFF}, /* more mathematical symbols */
+    {0x3000, 0x303F}, {0x3040, 0x30FF}, /* CJK punctuation, kana */
+    {0x4E00, 0x9FFF}, {0xAC00, 0xD7A3}, /* CJK ideographs, Hangul syllables */
+    {0xFF01, 0xFF60},                   /* fullwidth forms */
+};
+
+size_t allow_text_char(const unsigned char *s, size_t n, unsigned long *cp)
+{
+    if (n == 0)
+        return 0;
+    unsigned char c = s[0];
+    *cp = c;
+    if (c < 0x80)
+        return (c >= 0x20 && c < 0x7F) || c == '\t' || c == '\n' || c == '\r' || c == '\f' ? 1 : 0;
+    size_t k = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
+    if (!k || k > n || (c >= 0xF5))
+        return 0;
+    unsigned long v = c & (k == 2 ? 0x1F : k == 3 ? 0x0F : 0x07);
+    for (size_t i = 1; i < k; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        v = v << 6 | (s[i] & 0x3F);
+    }
+    /* overlong forms, surrogates, past U+10FFFF */
+    if ((k == 3 && v < 0x800) || (k == 4 && (v < 0x10000 || v > 0x10FFFF)) || (v >= 0xD800 && v <= 0xDFFF))
+        return 0;
+    *cp = v;
+    for (size_t i = 0; i < sizeof text_ranges / sizeof text_ranges[0]; i++)
+        if (v >= text_ranges[i][0] && v <= text_ranges[i][1])
+            return k;
+    return 0;
+}
+
+size_t allow_text_scan(const char *s, size_t n, unsigned long *cp)
+{
+    size_t i = 0;
+    *cp = 0;
+    while (i < n) {
+        size_t k = allow_text_char((const unsigned char *)s + i, n - i, cp);
+        if (!k)
+            return i;
+        i += k;
+    }
+    return n;
+}

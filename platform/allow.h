@@ -89,4 +89,24 @@ int allow_attribute(const char *ns, const char *name);
  * such a macro: headers are written in them. */
 int allow_reserved_name(const char *name, size_t len);
 
+/* Text: the characters a candidate's source (comments and strings
+ * included) and a suite's free text may hold, as an allow-list. Printable
+ * ASCII and tab, newline, carriage return, form feed; and UTF-8 (strict: no
+ * overlong form, no surrogate) of the code points people write in comments
+ * (Latin, Greek and Cyrillic letters, general punctuation without its
+ * format controls, super/subscripts, currency, letterlike, arrows, math
+ * operators, technical, box drawing, shapes, CJK and Hangul, fullwidth).
+ * Not on it: every other control (C0, DEL, C1), the bidirectional and
+ * zero-width format characters (U+200B-U+200F, U+202A-U+202E,
+ * U+2066-U+2069: "Trojan Source" code that shows one thing and compiles
+ * another), soft hyphen, byte order marks, private use, tags, and anything
+ * not decoded. Returns the byte length (1-4) of the allowed character at s
+ * (n bytes available), 0 when it is not allowed; *cp gets the code point
+ * decoded, or the first byte when it does not decode. */
+size_t allow_text_char(const unsigned char *s, size_t n, unsigned long *cp);
+
+/* The offset of the first character of s (n bytes) allow_text_char
+ * refuses, or n when all are allowed; *cp as there. */
+size_t allow_text_scan(const char *s, size_t n, unsigned long *cp);
+
 #endif

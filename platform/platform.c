@@ -156,6 +156,7 @@ const char *plat_screen_rule_name(enum plat_screen_rule r)
         [PLAT_SCREEN_PRAGMA] = "pragma",
         [PLAT_SCREEN_SECTION] = "section",
         [PLAT_SCREEN_RELOCATION] = "relocation",
+        [PLAT_SCREEN_CHARACTER] = "character",
     };
     return (unsigned)r < PLAT_SCREEN_COUNT && names[r] ? names[r] : "unknown";
 }

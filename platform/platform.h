@@ -278,6 +278,7 @@ enum plat_screen_rule {
     PLAT_SCREEN_PRAGMA,      /* a pragma not on the allow-list (#pragma, _Pragma) */
     PLAT_SCREEN_SECTION,     /* an object section not on the allow-list (type, flags, name) */
     PLAT_SCREEN_RELOCATION,  /* a relocation type not on the allow-list (GOT, TLS, IRELATIVE, ...) */
+    PLAT_SCREEN_CHARACTER,   /* a character not on the text allow-list (platform/allow.h: bidi, controls) */
     PLAT_SCREEN_COUNT
 };
 const char *plat_screen_rule_name(enum plat_screen_rule r);

@@ -306,6 +306,42 @@ static void test_preprocessed(void **state)
 }
 
 /* docs/K3-HARNESS.md names every entry of every list. */
+
+/* The text allow-list (platform/allow.h allow_text_char): every character
+ * of a source, comments and strings included. Trojan Source (the outsider
+ * red team's bidi override that made a live branch read as dead code), zero
+ * width characters, controls and bytes that do not decode are refused by
+ * code point; the letters, punctuation and math people write in comments
+ * pass. The Ascend screen uses the same list. */
+static void test_text_characters(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *src, *cp;
+    } bad[] = {
+        {KERN "/* if (0) { \xe2\x80\xae } dead */\n", "U+202E"},   /* right-to-left override */
+        {KERN "/* \xe2\x81\xa6 isolate */\n", "U+2066"},           /* left-to-right isolate */
+        {KERN "/* zero\xe2\x80\x8bwidth */\n", "U+200B"},          /* zero-width space */
+        {KERN "/* soft\xc2\xadhyphen */\n", "U+00AD"},
+        {KERN "/* \xc2\x9b" "31m C1 CSI */\n", "U+009B"},
+        {KERN "/* \x1b]0;title\x07 */\n", "U+001B"},
+        {KERN "/* overlong \xc0\xaf */\n", "U+00C0"},
+        {KERN "/* surrogate \xed\xa0\x80 */\n", "U+00ED"},
+        {KERN "/* private \xee\x80\x80 */\n", "U+E000"},
+        {KERN "const char *s = \"\xe2\x80\xae\";\n", "U+202E"},    /* in a string too */
+        {KERN "/* cut \xe2\x80", "U+00E2"},                        /* truncated sequence */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        refused(bad[i].src, PLAT_SCREEN_CHARACTER, bad[i].cp);
+    passes(KERN "/* caf\xc3\xa9, 3 \xc3\x97 4 \xe2\x89\xa4 12 \xe2\x80\x94 \xe2\x86\x92 \xce\xbb, "
+           "\xe6\xbc\xa2\xe5\xad\x97, \xe2\x80\x9cquoted\xe2\x80\x9d, \xe2\x80\xa6 */\n\t\f\r\n");
+    unsigned long cp;
+    assert_int_equal(allow_text_char((const unsigned char *)"\xf0\x9f\x98\x80", 4, &cp), 0); /* emoji: not on it */
+    assert_int_equal(cp, 0x1F600);
+    assert_int_equal(allow_text_char((const unsigned char *)"\xe2\x88\x91", 3, &cp), 3);
+    assert_int_equal(allow_text_scan("ok\x7f", 3, &cp), 2);
+}
+
 static void test_docs_name_every_list(void **state)
 {
     (void)state;
@@ -353,6 +389,7 @@ int main(void)
         cmocka_unit_test(test_attributes),
         cmocka_unit_test(test_lexical),
         cmocka_unit_test(test_preprocessed),
+        cmocka_unit_test(test_text_characters),
         cmocka_unit_test(test_docs_name_every_list),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

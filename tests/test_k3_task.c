@@ -312,6 +312,36 @@ static void test_suite_file_names_confined(void **state)
     assert_non_null(strstr(err, "relative to the suite file's folder"));
 }
 
+
+/* A suite's free text that kope prints (its name, a task's source) is on
+ * the text allow-list: an escape sequence, a bidirectional control or a
+ * line break is refused with the field named (the outsider red team's
+ * suite set the terminal's title and cleared it from `kope tasks`). */
+static void test_suite_text_allow_list(void **state)
+{
+    (void)state;
+    struct task_suite s;
+    char err[512];
+    static const char *const bad[] = {
+        "{\"suite\": \"x\\u001b[2J\", \"tasks\": [{\"name\": \"t\", \"op\": \"add\", \"shape\": {\"n\": 4}}]}",
+        "{\"suite\": \"x\", \"tasks\": [{\"name\": \"t\", \"op\": \"add\", \"shape\": {\"n\": 4},"
+        " \"source\": \"paper \\u001b]0;pwned\\u0007\"}]}",
+        "{\"suite\": \"x\", \"tasks\": [{\"name\": \"t\", \"op\": \"add\", \"shape\": {\"n\": 4},"
+        " \"source\": \"a\\u202eb\"}]}",
+        "{\"suite\": \"two\\nlines\", \"tasks\": [{\"name\": \"t\", \"op\": \"add\", \"shape\": {\"n\": 4}}]}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = '\0';
+        if (task_suite_parse(bad[i], strlen(bad[i]), &s, err, sizeof err) == 0)
+            fail_msg("accepted: %s", bad[i]);
+        assert_non_null(strstr(err, "is not allowed"));
+    }
+    const char *good = "{\"suite\": \"caf\\u00e9\", \"tasks\": [{\"name\": \"t\", \"op\": \"add\","
+                       " \"shape\": {\"n\": 4}, \"source\": \"Qwen2.5 \\u2014 attention\"}]}";
+    assert_int_equal(task_suite_parse(good, strlen(good), &s, err, sizeof err), 0);
+    task_suite_free(&s);
+}
+
 /* The platform catalogue the parser relies on: op names round-trip, each
  * failure reason and screen rule has its own stable name, the error band
  * has text, and the work/roofline arithmetic is right on simple numbers. */
@@ -365,6 +395,7 @@ int main(void)
         cmocka_unit_test(test_user_op),
         cmocka_unit_test(test_user_op_files),
         cmocka_unit_test(test_suite_file_names_confined),
+        cmocka_unit_test(test_suite_text_allow_list),
         cmocka_unit_test(test_platform_catalogue),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -363,6 +363,26 @@ static void test_seed_is_first_trial(void **state)
     assert_non_null(strstr(out, "#define OP OP_SILU"));
 }
 
+
+/* A seed's file name is outside text: `kope run` prints it, in the live
+ * line, its messages and the results table, through termsafe (the outsider
+ * red team's seed "e\e]0;pwned\a\e[2Jx.c" set the terminal title and
+ * cleared the screen). The name is still recognisable, escaped. */
+static void test_seed_name_printed_escaped(void **state)
+{
+    (void)state;
+    if (!have_kope())
+        skip();
+    const char *k = kope_bin();
+    test_write_text("e\x1b]0;pwned\x07\x1b[2Jx.c", seed_silu);
+    test_store_init("esc.db");
+    assert_int_equal(sh("%s --db esc.db run --task silu-4864 --seed \"$(printf 'e\\033]0;pwned\\007\\033[2Jx.c')\""
+                        " --offline --budget 1", k), 0);
+    if (memchr(out, 0x1b, strlen(out)) || strchr(out, 0x07))
+        fail_msg("a raw escape or bell in kope run's output:\n%s", out);
+    assert_non_null(strstr(out, "e\\x1b]0;pwned\\x07\\x1b[2Jx.c: pass"));
+}
+
 /* a seed that breaks the screen is recorded as such; the run goes on */
 static void test_seed_screened_like_any_candidate(void **state)
 {
@@ -962,6 +982,7 @@ int main(void)
         cmocka_unit_test(test_tampered_record_not_exported),
         cmocka_unit_test(test_foreign_target_not_exported),
         cmocka_unit_test(test_seed_is_first_trial),
+        cmocka_unit_test(test_seed_name_printed_escaped),
         cmocka_unit_test(test_seed_screened_like_any_candidate),
         cmocka_unit_test(test_seed_bad_input_records_nothing),
         cmocka_unit_test(test_reduced_shape_not_exported),

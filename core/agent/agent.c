@@ -36,6 +36,7 @@
 #include "core/agent/proposer.h"
 #include "core/agent/pump.h"
 #include "core/task/task.h"
+#include "core/termsafe.h"
 #include "core/agent/trial.h"
 #include "core/interrupt.h"
 #include "core/util.h"
@@ -326,17 +327,24 @@ static void progress(struct run *r, size_t ti, size_t nt, const char *name, int 
         snprintf(res, sizeof res, "pass%s", cut);
     else
         snprintf(res, sizeof res, "%s: %.80s", vd->status, vd->reason);
+    /* the label (a seed's file name) and the reason are outside text: the
+     * line goes out through termsafe, only our own \r and erase are raw */
+    char line[600];
     if (r->o->tty) {
         int w = 24, fill = (int)((double)w * (double)ti / (double)(nt ? nt : 1));
         char bar[32];
         for (int i = 0; i < w; i++)
             bar[i] = i < fill ? '#' : '.';
         bar[w] = '\0';
-        fprintf(r->o->log, "\r\033[K[%s] %zu/%zu %s %d/%d %s: %s", bar, ti + 1, nt, name, trial, budget, what, res);
+        snprintf(line, sizeof line, "[%s] %zu/%zu %s %d/%d %s: %s", bar, ti + 1, nt, name, trial, budget, what, res);
+        fputs("\r\033[K", r->o->log);
+        termsafe_fputs(line, r->o->log);
         if (trial == budget)
             fputc('\n', r->o->log);
     } else {
-        fprintf(r->o->log, "[%zu/%zu] %s trial %d/%d %s: %s\n", ti + 1, nt, name, trial, budget, what, res);
+        snprintf(line, sizeof line, "[%zu/%zu] %s trial %d/%d %s: %s", ti + 1, nt, name, trial, budget, what, res);
+        termsafe_fputs(line, r->o->log);
+        fputc('\n', r->o->log);
     }
     fflush(r->o->log);
 }

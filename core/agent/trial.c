@@ -24,6 +24,7 @@
 #include "core/secret.h"
 #include "core/task/task.h"
 #include "core/agent/trial.h"
+#include "core/termsafe.h"
 #include "core/interrupt.h"
 #include "core/util.h"
 #include "net/crypto.h"
@@ -54,12 +55,16 @@ void run_say(struct run *r, const char *fmt, ...)
 {
     if (!r->o->log)
         return;
+    /* messages name seeds, tasks and reasons (outside text): through
+     * termsafe, only the line erase is ours */
+    char line[1024];
     va_list ap;
     va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
     if (r->o->tty)
         fputs("\r\033[K", r->o->log);
-    vfprintf(r->o->log, fmt, ap);
-    va_end(ap);
+    termsafe_fputs(line, r->o->log);
     fflush(r->o->log);
 }
 

@@ -82,9 +82,18 @@ static int collect_cb(void *ctx, const struct store_rec *r)
     return 0;
 }
 
+/* Stored text into HTML and SVG: markup characters as entities, and every
+ * byte that is no XML character or could drive a terminal reading the file
+ * (C0 controls but tab and newline, DEL) as U+FFFD, so a name holding an
+ * escape cannot make the SVG invalid or reach a `cat`. */
 static void esc(FILE *f, const char *s)
 {
     for (; s && *s; s++) {
+        unsigned char u = (unsigned char)*s;
+        if ((u < 0x20 && u != '\t' && u != '\n') || u == 0x7f) {
+            fputs("\xef\xbf\xbd", f);
+            continue;
+        }
         switch (*s) {
         case '<': fputs("&lt;", f); break;
         case '>': fputs("&gt;", f); break;

@@ -25,6 +25,7 @@
 #include "core/graph/graph.h"
 #include "core/cli/llm_conf.h"
 #include "core/task/task.h"
+#include "core/termsafe.h"
 #include "core/util.h"
 #include "net/llm.h"
 #include "platform/platform.h"
@@ -398,7 +399,19 @@ int cli_run(struct cli *c, int argc, char **argv)
             cli_store_hint(c, rc);
         goto out;
     }
-    print_table(&sum, stdout);
+    {
+        /* names and paths in the table come from suites and the graph:
+         * printed through termsafe (a seed named with escapes stays text) */
+        struct termsafe_buf tb;
+        FILE *mem = termsafe_open(&tb);
+        if (mem) {
+            print_table(&sum, mem);
+            termsafe_flush(mem, &tb, stdout);
+        } else {
+            fprintf(stderr, "kope run: out of memory for the results table (the graph holds them: "
+                            "`kope graph log TASK`)\n");
+        }
+    }
     /* a pass at a reduced shape is all an emulated run can judge of a task
      * too large to check whole: reported as such, not a failure */
     ret = sum.passed + sum.reduced == (int)sum.n && sum.complete ? CLI_OK : CLI_FAIL;

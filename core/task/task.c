@@ -26,6 +26,7 @@
 #include "core/suggest.h"
 #include "core/task/task.h"
 #include "core/util.h"
+#include "platform/allow.h"
 #include "platform/embed.h"
 
 /* The keys of a suite file (core/jsonkeys.h). Values are typed by
@@ -176,6 +177,25 @@ static int parse_dim(const cJSON *shape, const char *key, int required, uint64_t
     }
     *out = (uint64_t)d;
     return 0;
+}
+
+/* Free text kope prints and stores (the suite's name, a task's source) on
+ * the text allow-list of platform/allow.h: a suite cannot put a terminal
+ * escape, a control or a bidirectional character in front of the user.
+ * Returns 1 (err set) when refused. */
+static int text_refused(const char *s, const char *w, const char *field, char *err, size_t err_len)
+{
+    unsigned long cp = 0;
+    size_t n = strlen(s), at = allow_text_scan(s, n, &cp), brk = strcspn(s, "\t\n\r\f");
+    if (brk < at) { /* one line: a line break or tab would fake table rows */
+        at = brk;
+        cp = (unsigned char)s[brk];
+    }
+    if (at == n)
+        return 0;
+    snprintf(err, err_len, "%s: %s: character U+%04lX at byte %zu is not allowed (printable text only: "
+             "no control, escape or bidirectional character)", w, field, cp, at);
+    return 1;
 }
 
 /* A "seed" or "ref" member: a file name (into file, read later by
@@ -428,8 +448,11 @@ static int parse_task(const cJSON *jt, size_t i, struct task_entry *e, char *err
         e->tol_given = 1;
     }
     const cJSON *src = cJSON_GetObjectItemCaseSensitive(jt, "source");
-    if (cJSON_IsString(src))
+    if (cJSON_IsString(src)) {
+        if (text_refused(src->valuestring, w, "source", err, err_len))
+            return KOPE_ERR_PARSE;
         snprintf(e->source, sizeof e->source, "%s", src->valuestring);
+    }
     const cJSON *seed = cJSON_GetObjectItemCaseSensitive(jt, "seed");
     if (seed)
         return file_or_source(seed, "seed", w, e->seed_file, sizeof e->seed_file, &e->seed,
@@ -611,6 +634,8 @@ int task_suite_parse(const char *json, size_t len, struct task_suite *out, char 
                  sizeof out->name - 1);
         goto out;
     }
+    if (text_refused(name->valuestring, "suite", "name", err, err_len))
+        goto out;
     snprintf(out->name, sizeof out->name, "%s", name->valuestring);
     const cJSON *tasks = cJSON_GetObjectItemCaseSensitive(root, "tasks");
     if (!cJSON_IsArray(tasks)) {

@@ -187,6 +187,20 @@ int asc_screen_source(const char *src, size_t len, enum plat_screen_rule *rule, 
         snprintf(detail, detail_len, "source over %d bytes", PLAT_SRC_MAX);
         return 1;
     }
+    {
+        /* the text allow-list shared with the K3 screen (platform/allow.h) */
+        unsigned long cp = 0;
+        size_t at = allow_text_scan(src, len, &cp);
+        if (at < len) {
+            int l = 1;
+            for (size_t i = 0; i < at; i++)
+                l += src[i] == '\n';
+            *rule = PLAT_SCREEN_CHARACTER;
+            snprintf(detail, detail_len, "line %d: character U+%04lX is not on the source's text allow-list "
+                     "(no control or bidirectional character)", l, cp);
+            return 1;
+        }
+    }
     int line = 1, bol = 1, saw_kernel = 0, saw_global = 0, saw_aicore = 0;
     /* scopes: file/namespace and class bodies are judged statement by
      * statement; inside a function body or a brace initializer (body > 0)

@@ -683,6 +683,22 @@ int k3_screen_source(const char *src, size_t len, enum plat_screen_rule *rule, c
         src += 3; /* UTF-8 byte order mark: the compiler skips it too */
         len -= 3;
     }
+    /* every character, comments and strings included, on the text
+     * allow-list (platform/allow.h): no bidirectional or zero-width control
+     * can make the source read one way and compile another */
+    unsigned long cp = 0;
+    size_t at = allow_text_scan(src, len, &cp);
+    if (at < len) {
+        int line = 1;
+        for (size_t i = 0; i < at; i++)
+            line += src[i] == '\n';
+        *rule = PLAT_SCREEN_CHARACTER;
+        snprintf(detail, detail_len,
+                 "line %d: character U+%04lX is not on the source's text allow-list (printable ASCII, "
+                 "and in comments and strings letters, punctuation and symbols; no control or "
+                 "bidirectional character)", line, cp);
+        return 1;
+    }
     struct src text;
     size_t bad = 0;
     int p2 = src_phase2(src, len, &text, &bad);
