@@ -336,6 +336,11 @@ static void test_suite_text_allow_list(void **state)
             fail_msg("accepted: %s", bad[i]);
         assert_non_null(strstr(err, "is not allowed"));
     }
+    /* a user op may not take a word the exported library uses after kope_ */
+    const char *scalar = "{\"suite\": \"x\", \"tasks\": [{\"name\": \"add\", \"op\": \"scalar\","
+                         " \"family\": \"elementwise\", \"ref\": \"r.c\", \"shape\": {\"n\": 4}}]}";
+    assert_int_not_equal(task_suite_parse(scalar, strlen(scalar), &s, err, sizeof err), 0);
+    assert_non_null(strstr(err, "op 'scalar' is a name kope's exported library uses itself"));
     const char *good = "{\"suite\": \"caf\\u00e9\", \"tasks\": [{\"name\": \"t\", \"op\": \"add\","
                        " \"shape\": {\"n\": 4}, \"source\": \"Qwen2.5 \\u2014 attention\"}]}";
     assert_int_equal(task_suite_parse(good, strlen(good), &s, err, sizeof err), 0);

@@ -250,6 +250,30 @@ static void test_tampered_record_not_exported(void **state)
     free(m);
 }
 
+
+/* A name is not an identity: a suite (or a peer's shard) that defines
+ * "silu-4864" again with a loose tolerance makes a second task of that
+ * name. `kope kernel show` refuses the ambiguous name and asks for an id,
+ * and the export ships neither under the one symbol (the outsider red team's
+ * shadow task made the export ship a 1-3%-off kernel as silu-4864). */
+static void test_shadow_task_name_refused(void **state)
+{
+    (void)state;
+    if (!have_kope())
+        skip();
+    const char *k = kope_bin();
+    test_store_init("shadow.db");
+    assert_int_equal(sh("%s --db shadow.db run --task silu-4864 --offline --budget 1", k), 0);
+    test_write_text("shadow.json", "{\"suite\": \"shadow\", \"tasks\": [{\"name\": \"silu-4864\", \"op\": \"silu\","
+                                   " \"shape\": {\"n\": 4864}, \"tolerance\": {\"rtol\": 0.5, \"atol\": 0.5}}]}");
+    assert_int_equal(sh("%s --db shadow.db run --suite shadow.json --offline --budget 1", k), 0);
+    assert_int_not_equal(sh("(%s --db shadow.db kernel show silu-4864 2>&1)", k), 0);
+    assert_non_null(strstr(out, "2 different tasks are named 'silu-4864'"));
+    assert_int_not_equal(sh("%s --db shadow.db kernels export -o libs --include-emulated --task silu-4864", k), 0);
+    assert_non_null(strstr(out, "not exported: task silu-4864"));
+    assert_non_null(strstr(out, "different tasks of this name"));
+}
+
 /* A decision and passing outcome of target "ascend" filed under the k3 task
  * (a peer's record, say), with the best speedup of the tree. */
 static void test_foreign_target_not_exported(void **state)
@@ -980,6 +1004,7 @@ int main(void)
         cmocka_unit_test(test_show_best_kernel),
         cmocka_unit_test(test_export_builds_and_selftest_passes),
         cmocka_unit_test(test_tampered_record_not_exported),
+        cmocka_unit_test(test_shadow_task_name_refused),
         cmocka_unit_test(test_foreign_target_not_exported),
         cmocka_unit_test(test_seed_is_first_trial),
         cmocka_unit_test(test_seed_name_printed_escaped),

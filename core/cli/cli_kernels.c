@@ -445,10 +445,43 @@ static void provenance_write(FILE *f, const struct kx *k, const char *date)
 /* ----------------------------------------------------------- kernel show --- */
 
 /* The tree and node a TASK name/id or a decision/outcome id points at. */
+/* Distinct task records named `name` (any target): a name is not an
+ * identity, a suite or a peer may define it again. */
+struct named_ctx {
+    const char *name;
+    int n;
+    char first[GRAPH_ID_HEX], second[GRAPH_ID_HEX];
+};
+
+static int named_cb(void *ctx, const struct store_rec *r)
+{
+    struct named_ctx *c = ctx;
+    cJSON *j = cJSON_ParseWithLength(r->canon, r->canon_len);
+    const char *name = jstr(jget(j, "body"), "name");
+    if (name && strcmp(name, c->name) == 0) {
+        char hex[GRAPH_ID_HEX];
+        util_hex(r->id, 32, hex);
+        if (c->n == 0 || (strcmp(hex, c->first) != 0 && (c->n < 2 || strcmp(hex, c->second) != 0))) {
+            snprintf(c->n == 0 ? c->first : c->second, GRAPH_ID_HEX, "%s", hex);
+            c->n++;
+        }
+    }
+    cJSON_Delete(j);
+    return 0;
+}
+
 static int resolve(struct graph *g, const char *what, struct graph_tree *t, int *node, char *err, size_t cap)
 {
     uint8_t task[32];
     struct graph_rec r;
+    struct named_ctx nc = {what, 0, "", ""};
+    if (store_rec_query(g->st, STORE_Q_TASKS, NULL, 0, named_cb, &nc) == 0 && nc.n > 1) {
+        snprintf(err, cap,
+                 "%d different tasks are named '%s' in this store (a suite or a peer defined it again, with "
+                 "another shape or tolerance), e.g. %.12s and %.12s: give the task's id (`kope graph log` "
+                 "lists them)", nc.n, what, nc.first, nc.second);
+        return KOPE_ERR_USAGE;
+    }
     int rc = graph_task_find(g, what, task);
     const char *want_dec = NULL;
     char dec_hex[GRAPH_ID_HEX] = "";
@@ -999,6 +1032,7 @@ struct task_pick {
     uint8_t id[32];
     char name[PLAT_NAME_MAX];
     char target[32];
+    int defs; /* distinct task records of this name and target (> 1: ambiguous) */
 };
 
 struct pick_ctx {
@@ -1032,7 +1066,10 @@ static int pick_cb(void *ctx, const struct store_rec *r)
                 c->cap = nc;
             }
             c->n++;
+            c->v[i].defs = 0;
         }
+        if (c->v[i].defs == 0 || memcmp(c->v[i].id, r->id, 32) != 0)
+            c->v[i].defs++;
         memcpy(c->v[i].id, r->id, 32);
         snprintf(c->v[i].name, sizeof c->v[i].name, "%s", name);
         snprintf(c->v[i].target, sizeof c->v[i].target, "%s", r->target);
@@ -1312,6 +1349,19 @@ static int kernels_export(struct cli *c, int argc, char **argv)
         const struct task_pick *tp = &pc.v[i];
         if (strcmp(tp->target, target) != 0 || (n_want && !name_in(tp->name, want, n_want)))
             continue;
+        if (tp->defs > 1) {
+            /* a suite or a peer gave the name another definition (shape,
+             * tolerance): the library's symbol would be whichever came last */
+            snprintf(rf[nr].task, sizeof rf[nr].task, "%s", tp->name);
+            snprintf(rf[nr].why, sizeof rf[nr].why,
+                     "%d different tasks of this name in the store (a suite or a peer defined it again, "
+                     "with another shape or tolerance): not exported, the symbol would be ambiguous; "
+                     "`kope graph log` lists their ids", tp->defs);
+            nr++;
+            if (n_want)
+                explicit_refused = 1;
+            continue;
+        }
         struct graph_tree t;
         if ((rc = graph_tree_load(&g, tp->id, &t))) {
             fprintf(stderr, "kope kernels export: task %s: %s\n", tp->name, g.err[0] ? g.err : kope_strerror(rc));

@@ -244,6 +244,18 @@ static int parse_user_op(const cJSON *jt, const char *name, const cJSON *ref, co
                  "characters (it becomes part of C symbols)", w, name, PLAT_NAME_MAX - 1);
         return KOPE_ERR_PARSE;
     }
+    /* kope_<op>_<task> is the exported symbol: an op may not be a word the
+     * library, its self-test or the harness already uses after "kope_"
+     * (op "scalar", task "add" made kope_scalar_add twice: no library) */
+    static const char *const reserved[] = {"ref", "uref", "scalar", "selftest", "elementwise", "activation",
+                                           "reduction", "matmul", "ops", "kernels", "kernel", "icount",
+                                           "base", "blas", "sleef", "dispatch", "user"};
+    for (size_t k = 0; k < sizeof reserved / sizeof reserved[0]; k++)
+        if (strcmp(name, reserved[k]) == 0) {
+            snprintf(err, err_len, "%s: op '%s' is a name kope's exported library uses itself "
+                     "(kope_%s_...): choose another op name", w, name, name);
+            return KOPE_ERR_PARSE;
+        }
     const cJSON *fam = cJSON_GetObjectItemCaseSensitive(jt, "family");
     int f = -1;
     for (int k = 0; cJSON_IsString(fam) && k < PLAT_FAM_COUNT; k++)
@@ -541,11 +553,13 @@ static int suite_file_read(const char *suite_path, const char *file, const char 
     }
     struct stat sb;
     if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        /* the path as the user would type it: the suite's folder, then the name */
+        snprintf(part, sizeof part, "%.*s/", slash ? (int)(slash - suite_path) : 0, suite_path);
         int saved = fd < 0 ? errno : 0;
         if (fd >= 0)
             close(fd);
-        snprintf(err, err_len, "task '%s': %s: cannot use '%.200s' (beside the suite file): %s", task, field,
-                 file, saved == ELOOP ? "a symbolic link on the way (not followed)"
+        snprintf(err, err_len, "task '%s': %s: cannot use '%.150s%.100s': %s", task, field,
+                 slash ? part : "", file, saved == ELOOP ? "a symbolic link on the way (not followed)"
                        : saved          ? strerror(saved)
                                         : "not a regular file");
         return KOPE_ERR_IO;
