@@ -390,6 +390,7 @@ struct plat_measure {
      * exactly repeatable for a fixed input. has_icount = 0 when no plugin. */
     int has_icount;
     uint64_t icount, icount_vector, icount_vmem;
+    uint64_t icount_vsetvl;   /* vsetvli/vsetivli/vsetvl: in icount, not in icount_vector */
     /* The vector-cost model (docs/K3-KERNELS.md): scalar 1, vector register
      * groups x class factor x VLEN/DLEN. 0 when the region could not be
      * modelled (a register-form vsetvl) or there is no plugin. Exact and

@@ -41,8 +41,9 @@ struct plat_report {
     struct plat_report_time times[PLAT_MAX_BASELINES + 1];
     int n_times;
     char method[400];
-    /* per timed name: insns, vector_ops, vector_mem, vcost (0 = unmodelled) */
-    uint64_t icount[PLAT_MAX_BASELINES + 1][4];
+    /* per timed name: insns, vector_ops, vector_mem, vcost (0 = unmodelled),
+     * vsetvl (the configuration instructions, inside insns and not vector_ops) */
+    uint64_t icount[PLAT_MAX_BASELINES + 1][5];
     int has_icount;
     uint64_t cycles;
 };

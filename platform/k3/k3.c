@@ -1509,6 +1509,7 @@ static void icount_take(char *text, size_t len, struct hrun *h)
                 h->r.icount[j][1] = ic.region[r].vector_ops;
                 h->r.icount[j][2] = ic.region[r].vector_mem;
                 h->r.icount[j][3] = ic.region[r].unmodelled ? 0 : ic.region[r].vcost;
+                h->r.icount[j][4] = ic.region[r].vsetvl;
                 filled[j] = 1;
                 r++;
             }
@@ -1832,6 +1833,7 @@ static int k3_measure(struct platform *p, const struct plat_task *t, const struc
             out->icount_vector = h->r.icount[0][1];
             out->icount_vmem = h->r.icount[0][2];
             out->vcost = h->r.icount[0][3];
+            out->icount_vsetvl = h->r.icount[0][4];
             continue;
         }
         if (out->n_baselines >= PLAT_MAX_BASELINES)
