@@ -317,6 +317,15 @@ struct plat_build {
      * rebuilds the kernel and ships that object only when the hash is the
      * same (platform_ops.object_export). */
     char object[640];
+    /* What the object's machine code does with the stack, counted
+     * statically (k3: k3_object_spills) so a model can see a register
+     * spill it cannot see in a cost figure. has_spills 0: not counted. */
+    int has_spills;
+    unsigned vreg_spills, vreg_reloads;  /* whole-register vector stores / loads
+                                            (vs<n>r.v, vl<n>re*.v): what a compiler
+                                            spills vector registers with */
+    unsigned stack_stores, stack_loads;  /* scalar and FP stores/loads off sp,
+                                            the prologue's saves included */
     uint64_t id;              /* per-platform build counter */
 };
 

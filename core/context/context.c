@@ -421,6 +421,8 @@ static char *feedback_text(const struct ctx_feedback *f, size_t idx, size_t n,
     buf_addc(&b, '\n');
     if (f->taken && *f->taken)
         buf_printf(&b, "From your reply kope %s.\n", f->taken);
+    if (f->cost && *f->cost)
+        buf_adds(&b, f->cost);
     if (f->text && *f->text) {
         char *t = cut_text(f->text, max_text_bytes);
         if (!t) {

@@ -111,6 +111,8 @@ struct ctx_feedback {
     double peer_ratio;   /* the ratio against it */
     const char *source;  /* a failed attempt's kernel (the prompt shows its diff against
                             the best, or itself), NULL = not given */
+    const char *cost;    /* after a pass: its cost breakdown beside the current best's
+                            (lines of text, core/agent/prompt.c), NULL = none */
 };
 
 struct ctx_request {

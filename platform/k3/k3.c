@@ -1257,6 +1257,16 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
     /* the object the judge links unchanged: core hashes it into the outcome,
      * and an export ships exactly it (k3_object_export) */
     snprintf(out->object, sizeof out->object, "%s", obj);
+    /* the stack traffic the feedback after a pass shows (a spill is not
+     * visible in the cost figure); counting is best-effort, never a verdict */
+    struct k3_spills sp;
+    if (k3_object_spills(obj, &sp) == 0) {
+        out->has_spills = 1;
+        out->vreg_spills = sp.vreg_stores;
+        out->vreg_reloads = sp.vreg_loads;
+        out->stack_stores = sp.stack_stores;
+        out->stack_loads = sp.stack_loads;
+    }
 
     /* a user op's reference objects, after the candidate's own checks: when
      * the candidate is the reference (core's check of it), its own compile
