@@ -154,6 +154,12 @@ static void assert_cost_breakdown(const char *body, const char *db)
                             &vsp, &vrl, &sst, &sld), 4);
     assert_int_equal(vsp, 0); /* a strip-mined add has nothing to spill */
     assert_non_null(strstr(o, "It is the current best."));
+    /* ... and the best's own, beside its source: the same figures */
+    const char *bc = strstr(body, "Its cost: vcost ");
+    assert_non_null(bc);
+    double bvc;
+    assert_int_equal(sscanf(bc, "Its cost: vcost %lf", &bvc), 1);
+    assert_true(bvc == vc);
     /* the same figures as the outcome the judge recorded */
     struct store *st;
     char err[256];

@@ -45,8 +45,9 @@ static int prompt_fallback(const struct ctx_request *rq, struct ctx_prompt *p)
         buf_printf(&u, "A user's own op: it computes what this reference does (plain C, the judge's answer):\n"
                        "```c\n%.*s\n```\n", 12 * 1024, rq->task->user->ref);
     if (rq->best_source)
-        buf_printf(&u, "\n## Current best kernel (%s)\n```%s\n%s\n```\n",
-                   rq->best_summary ? rq->best_summary : "", pc->lang, rq->best_source);
+        buf_printf(&u, "\n## Current best kernel (%s)\n%s%s%s```%s\n%s\n```\n",
+                   rq->best_summary ? rq->best_summary : "", rq->best_cost ? "Its cost: " : "",
+                   rq->best_cost ? rq->best_cost : "", rq->best_cost ? ".\n" : "", pc->lang, rq->best_source);
     for (size_t i = 0; i < rq->n_feedback; i++) {
         const struct ctx_feedback *f = &rq->feedback[i];
         buf_printf(&u, "\n## Attempt feedback %zu: %s %s%s%s\n", i + 1, f->stage ? f->stage : "",
@@ -167,7 +168,7 @@ int prompt_make(struct run *r, const struct plat_task *t, const uint8_t *task, c
     struct ctx_prompt p;
     struct ctx_feedback fb[PROMPT_FEEDBACK_MAX];
     char *fb_text[PROMPT_FEEDBACK_MAX] = {0}, *failed_src = NULL;
-    char best_cost[512] = "", fb_cost[PROMPT_FEEDBACK_MAX][1200];
+    char best_cost[512] = "", fb_cost[PROMPT_FEEDBACK_MAX][700];
     char *best_src = NULL, summary[160] = "";
     size_t nfb = 0;
     ctx_request_init(&rq);
@@ -205,6 +206,7 @@ int prompt_make(struct run *r, const struct plat_task *t, const uint8_t *task, c
         rq.best_source = best_src;
         rq.best_summary = summary;
         cost_text(t, &b->out, best_cost, sizeof best_cost);
+        rq.best_cost = best_cost; /* once, beside its source: each pass's own is in its feedback */
         rq.parent_decision = b->dec.id;
     }
     /* feedback: the last PROMPT_FEEDBACK_MAX trials of this run, oldest first */
@@ -237,9 +239,9 @@ int prompt_make(struct run *r, const struct plat_task *t, const uint8_t *task, c
             cost_text(t, &n->out, mine, sizeof mine);
             int is_best = h->best >= 0 && h->idx[i] == h->best;
             if (mine[0]) {
-                snprintf(fb_cost[nfb], sizeof fb_cost[nfb], "Cost of this kernel: %s.\n%s%s%s", mine,
-                         is_best ? "It is the current best.\n" : best_cost[0] ? "Cost of the current best: " : "",
-                         is_best ? "" : best_cost, !is_best && best_cost[0] ? ".\n" : "");
+                snprintf(fb_cost[nfb], sizeof fb_cost[nfb], "Cost of this kernel: %s.\n%s", mine,
+                         is_best ? "It is the current best.\n"
+                                 : best_cost[0] ? "(The current best's cost is beside its source above.)\n" : "");
                 f->cost = fb_cost[nfb];
             }
         }

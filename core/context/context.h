@@ -125,6 +125,7 @@ struct ctx_request {
     /* hot tier */
     const char *best_source;        /* current best kernel, NULL = none yet */
     const char *best_summary;       /* one line: "pass, 2.31x vs scalar-O2 (icount)" */
+    const char *best_cost;          /* its cost breakdown (core/agent/prompt.c), NULL = none */
     double best_share;              /* roofline share of the best, 0 = unknown */
     const uint8_t *parent_decision; /* decision being refined (32 bytes) or NULL */
     const struct ctx_feedback *feedback; /* oldest first */
