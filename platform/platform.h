@@ -400,6 +400,9 @@ struct plat_measure {
     int has_icount;
     uint64_t icount, icount_vector, icount_vmem;
     uint64_t icount_vsetvl;   /* vsetvli/vsetivli/vsetvl: in icount, not in icount_vector */
+    /* The call's hottest block (the most instructions executed): how many
+     * times it ran and its instructions per run, by kind. hot_execs 0 = not known. */
+    uint64_t hot_execs, hot_insns, hot_vector, hot_vmem, hot_vsetvl;
     /* The vector-cost model (docs/K3-KERNELS.md): scalar 1, vector register
      * groups x class factor x VLEN/DLEN. 0 when the region could not be
      * modelled (a register-form vsetvl) or there is no plugin. Exact and

@@ -146,6 +146,15 @@ static void assert_cost_breakdown(const char *body, const char *db)
     assert_true(vc == vec + sc && ins == va + vm + s2 && sc == s2);
     assert_true(el == 1000 && fabs(per - vc / 1000) <= 1e-3 * per);
     assert_true(va > 0 && vm > 0 && vs > 0 && vs < s2); /* an RVV loop: vector work and its vsetvls */
+    /* the hottest block: the add's loop, most of the call's instructions */
+    const char *hb = strstr(p, "; hottest block: ");
+    assert_non_null(hb);
+    double hi, hv, hm, hs, ho, he;
+    assert_int_equal(sscanf(hb, "; hottest block: %lf instructions (%lf vector arithmetic, %lf vector load/store, "
+                                "%lf vsetvl, %lf other scalar) run %lf times",
+                            &hi, &hv, &hm, &hs, &ho, &he), 6);
+    assert_true(hi == hv + hm + hs + ho && hv > 0 && hm > 0 && he > 1);
+    assert_true(hi * he <= ins && 2 * hi * he > ins);
     const char *o = strstr(p, "; object: ");
     assert_non_null(o);
     unsigned vsp, vrl, sst, sld;

@@ -148,6 +148,13 @@ static void cost_text(const struct plat_task *t, const struct graph_rec *out, ch
             insns, vop, vmem, scalar);
         if (vset >= 0)
             ADD(" (%.0f of them vsetvl)", vset);
+        const cJSON *hb = cJSON_GetObjectItemCaseSensitive(mix, "hot");
+        double he = num_of(hb, "execs"), hi = num_of(hb, "insns"), hv = num_of(hb, "vector_ops");
+        double hm = num_of(hb, "vector_mem"), hs = num_of(hb, "vsetvl");
+        if (he > 0 && hi >= 0 && hv >= 0 && hm >= 0 && hs >= 0 && hi >= hv + hm + hs)
+            ADD("; hottest block: %.0f instructions (%.0f vector arithmetic, %.0f vector load/store, %.0f vsetvl, "
+                "%.0f other scalar) run %.0f times, %.0f%% of the executed instructions",
+                hi, hv, hm, hs, hi - hv - hm - hs, he, insns > 0 ? 100.0 * hi * he / insns : 0.0);
     }
     double vs = num_of(sp, "vreg_stores"), vl = num_of(sp, "vreg_loads");
     double ss = num_of(sp, "stack_stores"), sl = num_of(sp, "stack_loads");

@@ -489,6 +489,14 @@ static int record(struct run *r, const uint8_t task[32], int trial, const struct
             cJSON_AddNumberToObject(mx, "vector_ops", (double)vd->m.icount_vector);
             cJSON_AddNumberToObject(mx, "vector_mem", (double)vd->m.icount_vmem);
             cJSON_AddNumberToObject(mx, "vsetvl", (double)vd->m.icount_vsetvl);
+            if (vd->m.hot_execs) { /* the hottest block: runs, and its instructions per run */
+                cJSON *hb = cJSON_AddObjectToObject(mx, "hot");
+                cJSON_AddNumberToObject(hb, "execs", (double)vd->m.hot_execs);
+                cJSON_AddNumberToObject(hb, "insns", (double)vd->m.hot_insns);
+                cJSON_AddNumberToObject(hb, "vector_ops", (double)vd->m.hot_vector);
+                cJSON_AddNumberToObject(hb, "vector_mem", (double)vd->m.hot_vmem);
+                cJSON_AddNumberToObject(hb, "vsetvl", (double)vd->m.hot_vsetvl);
+            }
         }
         if (vd->m.ratio_metric[0])
             cJSON_AddStringToObject(ob, "metric", vd->m.ratio_metric);

@@ -1520,6 +1520,11 @@ static void icount_take(char *text, size_t len, struct hrun *h)
                 h->r.icount[j][2] = ic.region[r].vector_mem;
                 h->r.icount[j][3] = ic.region[r].unmodelled ? 0 : ic.region[r].vcost;
                 h->r.icount[j][4] = ic.region[r].vsetvl;
+                h->r.hot[j][0] = ic.region[r].hot_execs;
+                h->r.hot[j][1] = ic.region[r].hot_insns;
+                h->r.hot[j][2] = ic.region[r].hot_vector_ops;
+                h->r.hot[j][3] = ic.region[r].hot_vector_mem;
+                h->r.hot[j][4] = ic.region[r].hot_vsetvl;
                 filled[j] = 1;
                 r++;
             }
@@ -1844,6 +1849,11 @@ static int k3_measure(struct platform *p, const struct plat_task *t, const struc
             out->icount_vmem = h->r.icount[0][2];
             out->vcost = h->r.icount[0][3];
             out->icount_vsetvl = h->r.icount[0][4];
+            out->hot_execs = h->r.hot[0][0];
+            out->hot_insns = h->r.hot[0][1];
+            out->hot_vector = h->r.hot[0][2];
+            out->hot_vmem = h->r.hot[0][3];
+            out->hot_vsetvl = h->r.hot[0][4];
             continue;
         }
         if (out->n_baselines >= PLAT_MAX_BASELINES)
