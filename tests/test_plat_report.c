@@ -66,10 +66,8 @@ static void test_parse(void **state)
     /* the plugin's region line: every count kept, vsetvl included (it was
      * dropped, so the cost breakdown could not show it) */
     struct plat_report g = parsed("region 0 insns 900 vector_ops 300 vector_mem 200 vsetvl 50 vcost 1400 "
-                                  "unmodelled 0
-"
-                                  "region 1 insns 90 vector_ops 3 vector_mem 2 vsetvl 1 vcost 140 unmodelled 2
-");
+                                  "unmodelled 0\n"
+                                  "region 1 insns 90 vector_ops 3 vector_mem 2 vsetvl 1 vcost 140 unmodelled 2\n");
     assert_true(g.has_icount);
     assert_true(g.icount[0][0] == 900 && g.icount[0][1] == 300 && g.icount[0][2] == 200);
     assert_true(g.icount[0][3] == 1400 && g.icount[0][4] == 50);
