@@ -318,6 +318,15 @@ struct plat_build {
      * rebuilds the kernel and ships that object only when the hash is the
      * same (platform_ops.object_export). */
     char object[640];
+    /* What the object's machine code does with the stack, counted
+     * statically (k3: k3_object_spills) so a model can see a register
+     * spill it cannot see in a cost figure. has_spills 0: not counted. */
+    int has_spills;
+    unsigned vreg_spills, vreg_reloads;  /* whole-register vector stores / loads
+                                            (vs<n>r.v, vl<n>re*.v): what a compiler
+                                            spills vector registers with */
+    unsigned stack_stores, stack_loads;  /* scalar and FP stores/loads off sp,
+                                            the prologue's saves included */
     uint64_t id;              /* per-platform build counter */
 };
 
@@ -391,6 +400,10 @@ struct plat_measure {
      * exactly repeatable for a fixed input. has_icount = 0 when no plugin. */
     int has_icount;
     uint64_t icount, icount_vector, icount_vmem;
+    uint64_t icount_vsetvl;   /* vsetvli/vsetivli/vsetvl: in icount, not in icount_vector */
+    /* The call's hottest block (the most instructions executed): how many
+     * times it ran and its instructions per run, by kind. hot_execs 0 = not known. */
+    uint64_t hot_execs, hot_insns, hot_vector, hot_vmem, hot_vsetvl;
     /* The vector-cost model (docs/K3-KERNELS.md): scalar 1, vector register
      * groups x class factor x VLEN/DLEN. 0 when the region could not be
      * modelled (a register-form vsetvl) or there is no plugin. Exact and

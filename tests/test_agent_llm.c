@@ -130,6 +130,74 @@ static void assert_fail_values(const char *text)
     assert_int_equal(fb, bits);
 }
 
+/* The cost breakdown after a pass (core/agent/prompt.c cost_text) in a
+ * prompt: its parts add up, and its totals are the counts the judge
+ * recorded for the task's trial 1 in the store at db (the same run's
+ * outcome, not a label). The tuner's default add is the current best. */
+static void assert_cost_breakdown(const char *body, const char *db)
+{
+    const char *p = strstr(body, "Cost of this kernel: vcost ");
+    assert_non_null(p);
+    double vc, vec, sc, per, el, ins, va, vm, s2, vs;
+    assert_int_equal(sscanf(p, "Cost of this kernel: vcost %lf = vector %lf + scalar %lf (%lf per element of %lf); "
+                               "executed %lf instructions: %lf vector arithmetic, %lf vector load/store, %lf scalar "
+                               "(%lf of them vsetvl)",
+                            &vc, &vec, &sc, &per, &el, &ins, &va, &vm, &s2, &vs), 10);
+    assert_true(vc == vec + sc && ins == va + vm + s2 && sc == s2);
+    assert_true(el == 1000 && fabs(per - vc / 1000) <= 1e-3 * per);
+    assert_true(va > 0 && vm > 0 && vs > 0 && vs < s2); /* an RVV loop: vector work and its vsetvls */
+    /* the hottest block: the add's loop, most of the call's instructions */
+    const char *hb = strstr(p, "; hottest block: ");
+    assert_non_null(hb);
+    double hi, hv, hm, hs, ho, he;
+    assert_int_equal(sscanf(hb, "; hottest block: %lf instructions (%lf vector arithmetic, %lf vector load/store, "
+                                "%lf vsetvl, %lf other scalar) run %lf times",
+                            &hi, &hv, &hm, &hs, &ho, &he), 6);
+    assert_true(hi == hv + hm + hs + ho && hv > 0 && hm > 0 && he > 1);
+    assert_true(hi * he <= ins && 2 * hi * he > ins);
+    const char *o = strstr(p, "; object: ");
+    assert_non_null(o);
+    unsigned vsp, vrl, sst, sld;
+    assert_int_equal(sscanf(o, "; object: %u vector register spills, %u reloads (whole-register stores/loads); "
+                               "%u stack stores, %u loads",
+                            &vsp, &vrl, &sst, &sld), 4);
+    assert_int_equal(vsp, 0); /* a strip-mined add has nothing to spill */
+    assert_non_null(strstr(o, "It is the current best."));
+    /* ... and the best's own, beside its source: the same figures */
+    const char *bc = strstr(body, "Its cost: vcost ");
+    assert_non_null(bc);
+    double bvc;
+    assert_int_equal(sscanf(bc, "Its cost: vcost %lf", &bvc), 1);
+    assert_true(bvc == vc);
+    /* the same figures as the outcome the judge recorded */
+    struct store *st;
+    char err[256];
+    assert_int_equal(store_open(db, &st, err, sizeof err), 0);
+    struct graph g;
+    graph_init(&g, st);
+    uint8_t id[32];
+    assert_int_equal(graph_task_find(&g, "add-a", id), 0);
+    struct graph_tree t;
+    assert_int_equal(graph_tree_load(&g, id, &t), 0);
+    int found = 0;
+    for (size_t i = 0; i < t.n; i++) {
+        const cJSON *ob = cJSON_GetObjectItemCaseSensitive(t.nodes[i].out.json, "body");
+        const cJSON *db_ = cJSON_GetObjectItemCaseSensitive(t.nodes[i].dec.json, "body");
+        const cJSON *tr = cJSON_GetObjectItemCaseSensitive(db_, "trial");
+        if (!cJSON_IsNumber(tr) || tr->valuedouble != 1)
+            continue;
+        found = 1;
+        assert_true(cJSON_GetObjectItemCaseSensitive(ob, "vcost")->valuedouble == vc);
+        assert_true(cJSON_GetObjectItemCaseSensitive(ob, "icount")->valuedouble == ins);
+        const cJSON *mix = cJSON_GetObjectItemCaseSensitive(ob, "mix");
+        assert_true(cJSON_GetObjectItemCaseSensitive(mix, "vsetvl")->valuedouble == vs);
+    }
+    assert_true(found);
+    graph_tree_free(&t);
+    graph_free(&g);
+    store_close(st);
+}
+
 static char *good_source(void)
 {
     const struct k3_template *tp = k3_template_for(PLAT_OP_ADD);
@@ -229,6 +297,7 @@ static void test_llm_loop(void **state)
         assert_string_equal(vs, "vs");
     }
     assert_int_equal(srv.n_req, 3);
+    assert_cost_breakdown(srv.req[0].body, db); /* trial 1 passed: its cost, in the next prompt */
     /* the compile error, then the wrong result, come back in the next prompt */
     assert_non_null(strstr(srv.req[1].body, "compile_error"));
     assert_non_null(strstr(srv.req[1].body, "no_such_variable"));

@@ -1057,6 +1057,32 @@ static void test_include_layers_checker(void **state)
         snprintf(fp, sizeof fp, "%s/%s", root, bad[i].rel);
         unlink(fp);
     }
+/* docs/K3-KERNELS.md's vcost table is k3_vcost_table_md's text, written
+ * from the weight table the plugin charges by (platform/k3/qemu/
+ * vcost_model.h): between its two markers, byte for byte. On a mismatch
+ * the table to paste is printed. */
+#define VCOST_BEGIN "<!-- vcost table: written by k3_vcost_table_md from platform/k3/qemu/vcost_model.h; " \
+                    "tests/test_docs.c checks it -->\n"
+#define VCOST_END "<!-- end of the vcost table -->"
+static void test_vcost_table(void **state)
+{
+    (void)state;
+    char path[4096], want[8192];
+    snprintf(path, sizeof path, "%s/docs/K3-KERNELS.md", test_src_root());
+    char *text = read_text(path);
+    assert_non_null(text);
+    size_t need = k3_vcost_table_md(want, sizeof want);
+    assert_true(need < sizeof want);
+    const char *a = strstr(text, VCOST_BEGIN), *b = a ? strstr(a, VCOST_END) : NULL;
+    if (!a || !b) {
+        free(text);
+        fail_msg("docs/K3-KERNELS.md: no vcost table between \"%s\" and \"%s\"", VCOST_BEGIN, VCOST_END);
+    }
+    a += strlen(VCOST_BEGIN);
+    int same = (size_t)(b - a) == need && memcmp(a, want, need) == 0;
+    free(text);
+    if (!same)
+        fail_msg("docs/K3-KERNELS.md's vcost table is not vcost_model.h's; the table is:\n%s", want);
 }
 
 static int doc_cmp(const void *a, const void *b)
@@ -1084,6 +1110,7 @@ int main(void)
     qsort(docs + 1, n_docs - 1, sizeof docs[0], doc_cmp);
 
     struct CMUnitTest tests[MAX_DOCS + 8];
+    struct CMUnitTest tests[MAX_DOCS + 5];
     size_t nt = 0;
     for (size_t k = 0; k < n_docs; k++) {
         tests[nt] = (struct CMUnitTest){docs[k].rel, test_doc, NULL, NULL, &docs[k]};
@@ -1094,6 +1121,7 @@ int main(void)
     tests[nt++] = (struct CMUnitTest){"store_doc", test_store_doc, NULL, NULL, NULL};
     tests[nt++] = (struct CMUnitTest){"include_layers", test_include_layers, NULL, NULL, NULL};
     tests[nt++] = (struct CMUnitTest){"include_layers_checker", test_include_layers_checker, NULL, NULL, NULL};
+    tests[nt++] = (struct CMUnitTest){"vcost_table", test_vcost_table, NULL, NULL, NULL};
     /* TEST_DOCS_ONLY=store_doc (a cmocka pattern, * allowed) runs those cases
      * alone while mending a page */
     if (getenv("TEST_DOCS_ONLY") && *getenv("TEST_DOCS_ONLY"))

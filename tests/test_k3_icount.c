@@ -42,7 +42,24 @@ static void test_parse(void **state)
     assert_int_equal(ic.total.vsetvl, 222);
     assert_int_equal(ic.region[1].vcost, 1000);
     assert_int_equal(ic.region[1].unmodelled, 2);
+    assert_int_equal(ic.region[1].hot_execs, 0); /* no hot block given: none known */
+    /* the hottest block after the counts */
+    const char *hot = "kope-icount 2\n"
+                      "region 0 insns 630 vector_ops 64 vector_mem 192 vsetvl 1 vcost 2394 unmodelled 0 "
+                      "hot 32 insns 18 vector_ops 2 vector_mem 6 vsetvl 0\n"
+                      "total insns 25712 vector_ops 221 vector_mem 411 vsetvl 222 vcost 30000 unmodelled 2 "
+                      "regions 1 dropped 0\n";
+    assert_int_equal(k3_icount_parse(hot, strlen(hot), &ic), 0);
+    assert_true(ic.region[0].hot_execs == 32 && ic.region[0].hot_insns == 18);
+    assert_true(ic.region[0].hot_vector_ops == 2 && ic.region[0].hot_vector_mem == 6 &&
+                ic.region[0].hot_vsetvl == 0);
     static const char *const bad[] = {
+        /* a hot block whose kinds add up to more than its instructions, or cut short */
+        ("kope-icount 2\nregion 0 insns 9 vector_ops 0 vector_mem 0 vsetvl 0 vcost 9 unmodelled 0 "
+         "hot 1 insns 2 vector_ops 2 vector_mem 1 vsetvl 0\n"
+         "total insns 9 vector_ops 0 vector_mem 0 vsetvl 0 vcost 9 unmodelled 0 regions 1 dropped 0\n"),
+        ("kope-icount 2\nregion 0 insns 9 vector_ops 0 vector_mem 0 vsetvl 0 vcost 9 unmodelled 0 hot 1\n"
+         "total insns 9 vector_ops 0 vector_mem 0 vsetvl 0 vcost 9 unmodelled 0 regions 1 dropped 0\n"),
         "",
         "region 0 insns 3 vector_ops 0 vector_mem 0 vsetvl 0\n", /* no header */
         "kope-icount 2\nregion 0 insns 3 vector_ops 0 vector_mem 0 vsetvl 0 vcost 3 unmodelled 0\n", /* no total */
@@ -170,7 +187,14 @@ static void test_counts_kernel_only_and_repeatable(void **state)
     for (int r = 1; r < 4; r++) {
         assert_true(ic[0].region[r].vector_ops > 0);
         assert_true(ic[0].region[r].vector_mem > 0);
+        /* the hottest block is the kernel's loop: it ran many times, it
+         * holds vector work, and it is most of the region's instructions */
+        const struct k3_icount_counts *c = &ic[0].region[r];
+        assert_true(c->hot_execs > 1 && c->hot_vector_ops + c->hot_vector_mem > 0);
+        assert_true(c->hot_execs * c->hot_insns <= c->insns && 2 * c->hot_execs * c->hot_insns > c->insns);
     }
+    /* the empty region's is the markers' own block, once */
+    assert_true(ic[0].region[0].hot_execs <= 1 && ic[0].region[0].hot_insns <= ic[0].region[0].insns);
     for (int r = 0; r < 4; r++)
         print_message("icount %-14s insns %8llu vector_ops %7llu vector_mem %7llu vsetvl %6llu\n",
                       names[r], (unsigned long long)ic[0].region[r].insns,

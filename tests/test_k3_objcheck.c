@@ -261,6 +261,59 @@ static void prog_refused(const char *prog, const char *obj, const struct k3_prog
                  plat_screen_rule_name(r), d);
 }
 
+/* k3_object_spills: whole-register vector stores/loads and sp-relative
+ * scalar ones, each form counted once, other memory traffic not at all;
+ * and a kernel clang must spill (six LMUL-8 values live at once, four
+ * groups in the register file) against one it need not. */
+static void test_object_spills(void **state)
+{
+    (void)state;
+    if (!have_toolchain())
+        skip();
+    const char *o = obj_s("spills", ".text\n.globl kope_kernel\n.type kope_kernel, @function\nkope_kernel:\n"
+                                   "  vs1r.v v8, (a0)\n  vs8r.v v16, (a1)\n  vl1re32.v v8, (a0)\n"
+                                   "  vse32.v v8, (a0)\n  vle32.v v8, (sp)\n" /* unit-stride: not spills */
+                                   "  sd ra, 8(sp)\n  ld s0, 0(sp)\n" /* compressed: c.sdsp, c.ldsp */
+                                   ".option push\n.option norvc\n"
+                                   "  sd s1, 16(sp)\n  fsw ft0, 4(sp)\n  flw ft1, 4(sp)\n"
+                                   "  sd a1, 0(a0)\n  ld a2, 0(a1)\n" /* not off sp */
+                                   ".option pop\n  ret\n.size kope_kernel, .-kope_kernel\n");
+    struct k3_spills sp;
+    assert_int_equal(k3_object_spills(o, &sp), 0);
+    assert_int_equal(sp.vreg_stores, 2);
+    assert_int_equal(sp.vreg_loads, 1);
+    assert_int_equal(sp.stack_stores, 3);
+    assert_int_equal(sp.stack_loads, 2);
+    static const char *const lots =
+        "#include <riscv_vector.h>\n#include <stddef.h>\n"
+        "void kope_kernel(size_t n, const float *x, float *o) {\n"
+        "  size_t vl = __riscv_vsetvl_e32m8(n);\n"
+        "  vfloat32m8_t a = __riscv_vle32_v_f32m8(x, vl), b = __riscv_vle32_v_f32m8(x + 64, vl),\n"
+        "    c = __riscv_vle32_v_f32m8(x + 128, vl), d = __riscv_vle32_v_f32m8(x + 192, vl),\n"
+        "    e = __riscv_vle32_v_f32m8(x + 256, vl), f = __riscv_vle32_v_f32m8(x + 320, vl);\n"
+        "  __riscv_vse32_v_f32m8(o, __riscv_vfmul_vv_f32m8(a, f, vl), vl);\n"
+        "  __riscv_vse32_v_f32m8(o + 64, __riscv_vfmul_vv_f32m8(b, e, vl), vl);\n"
+        "  __riscv_vse32_v_f32m8(o + 128, __riscv_vfmul_vv_f32m8(c, d, vl), vl);\n"
+        "  __riscv_vse32_v_f32m8(o + 192, __riscv_vfmul_vv_f32m8(a, b, vl), vl);\n"
+        "  __riscv_vse32_v_f32m8(o + 256, __riscv_vfmul_vv_f32m8(e, f, vl), vl);\n"
+        "  __riscv_vse32_v_f32m8(o + 320, __riscv_vfmul_vv_f32m8(c, a, vl), vl);\n}\n";
+    assert_int_equal(k3_object_spills(obj_c("spilling", lots), &sp), 0);
+    assert_true(sp.vreg_stores > 0 && sp.vreg_loads > 0);
+    static const char *const few =
+        "#include <riscv_vector.h>\n#include <stddef.h>\n"
+        "void kope_kernel(size_t n, const float *x, float *o) {\n"
+        "  for (size_t i = 0, vl; i < n; i += vl) { vl = __riscv_vsetvl_e32m8(n - i);\n"
+        "    __riscv_vse32_v_f32m8(o + i, __riscv_vfadd_vf_f32m8(__riscv_vle32_v_f32m8(x + i, vl), 1.0f, vl), vl); }\n}\n";
+    assert_int_equal(k3_object_spills(obj_c("nospill", few), &sp), 0);
+    assert_int_equal(sp.vreg_stores, 0);
+    assert_int_equal(sp.vreg_loads, 0);
+    /* not an object: -1, counts 0 */
+    const char *junk = tpath("junk.o");
+    test_write_text(junk, "not an ELF file at all, just text");
+    assert_int_equal(k3_object_spills(junk, &sp), -1);
+    assert_int_equal(sp.vreg_stores + sp.stack_stores, 0);
+}
+
 static void test_linked_program(void **state)
 {
     (void)state;
@@ -324,6 +377,7 @@ int main(void)
         cmocka_unit_test(test_object_lists),
         cmocka_unit_test(test_object_malformed),
         cmocka_unit_test(test_linked_program),
+        cmocka_unit_test(test_object_spills),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -63,6 +63,15 @@ static void test_parse(void **state)
     assert_true(isinf(v.cases[1].ref_at) && v.cases[1].ref_at < 0);
     assert_false(v.cases[2].has_vals); /* malformed values: none, the case still parses */
     assert_false(v.cases[3].has_vals); /* a passing case has none */
+    /* the plugin's region line: every count kept, vsetvl included (it was
+     * dropped, so the cost breakdown could not show it) */
+    struct plat_report g = parsed("region 0 insns 900 vector_ops 300 vector_mem 200 vsetvl 50 vcost 1400 "
+                                  "unmodelled 0\n"
+                                  "region 1 insns 90 vector_ops 3 vector_mem 2 vsetvl 1 vcost 140 unmodelled 2\n");
+    assert_true(g.has_icount);
+    assert_true(g.icount[0][0] == 900 && g.icount[0][1] == 300 && g.icount[0][2] == 200);
+    assert_true(g.icount[0][3] == 1400 && g.icount[0][4] == 50);
+    assert_true(g.icount[1][3] == 0 && g.icount[1][4] == 1); /* unmodelled: no vcost claimed */
     /* an unknown reason is the harness's failure, never a pass */
     assert_int_equal(plat_fail_parse("no-such-reason"), PLAT_FAIL_HARNESS);
 }

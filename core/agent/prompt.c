@@ -48,7 +48,8 @@ static int prompt_fallback(const struct ctx_request *rq, struct ctx_prompt *p)
     }
     if (rq->best_source)
     {
-        buf_printf(&u, "\n## Current best kernel (%s)\n", rq->best_summary ? rq->best_summary : "");
+        buf_printf(&u, "\n## Current best kernel (%s)\n%s%s%s", rq->best_summary ? rq->best_summary : "",
+                   rq->best_cost ? "Its cost: " : "", rq->best_cost ? rq->best_cost : "", rq->best_cost ? ".\n" : "");
         buf_code_block(&u, pc->lang, rq->best_source, strlen(rq->best_source));
     }
     for (size_t i = 0; i < rq->n_feedback; i++) {
@@ -61,6 +62,8 @@ static int prompt_fallback(const struct ctx_request *rq, struct ctx_prompt *p)
                        f->peer ? f->peer : "(none other)", f->emulated ? " (vcost, emulated)" : "");
         if (f->taken)
             buf_printf(&u, "From your reply kope %s.\n", f->taken);
+        if (f->cost)
+            buf_adds(&u, f->cost);
         if (f->text)
             buf_printf(&u, "%.*s\n", CTX_FEEDBACK_MAX_BYTES, f->text);
     }
@@ -96,6 +99,78 @@ static const char *peer_of(const cJSON *ratios, double *ratio)
     return b >= 0 ? name[b] : NULL;
 }
 
+/* Elements of the task's shape a per-element cost divides by: outputs for
+ * a matmul, the input for the others. 0 = unknown. */
+static double task_elems(const struct plat_task *t, const char **what)
+{
+    *what = "element";
+    if (t->family == PLAT_FAM_MATMUL) {
+        *what = "output element";
+        return (double)(t->batch ? t->batch : 1) * (double)t->m * (double)t->n;
+    }
+    if (t->rows && t->cols)
+        return (double)t->rows * (double)t->cols;
+    return (double)t->n;
+}
+
+static double num_of(const cJSON *o, const char *k)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(x) && x->valuedouble >= 0 ? x->valuedouble : -1;
+}
+
+/* One passing outcome's cost breakdown, from its recorded counts (trial.c:
+ * icount, vcost, mix, spills): vector vs scalar cost, cost per element, the
+ * executed instruction mix of the call and the object's stack traffic. ""
+ * when the outcome holds none of them. */
+static void cost_text(const struct plat_task *t, const struct graph_rec *out, char *buf, size_t cap)
+{
+    size_t off = 0;
+    buf[0] = '\0';
+#define ADD(...)                                                                    \
+    do {                                                                            \
+        if (off < cap) {                                                            \
+            int w_ = snprintf(buf + off, cap - off, __VA_ARGS__);                  \
+            off = w_ < 0 ? cap : off + (size_t)w_;                                  \
+        }                                                                           \
+    } while (0)
+    const cJSON *ic = history_body(out, "icount"), *vc = history_body(out, "vcost");
+    const cJSON *mix = history_body(out, "mix"), *sp = history_body(out, "spills");
+    double insns = cJSON_IsNumber(ic) ? ic->valuedouble : -1;
+    double vop = num_of(mix, "vector_ops"), vmem = num_of(mix, "vector_mem"), vset = num_of(mix, "vsetvl");
+    if (insns >= 0 && vop >= 0 && vmem >= 0 && insns >= vop + vmem) {
+        double scalar = insns - vop - vmem; /* vsetvl counts as scalar in both */
+        if (cJSON_IsNumber(vc) && vc->valuedouble >= scalar) {
+            const char *what;
+            double el = task_elems(t, &what);
+            ADD("vcost %.0f = vector %.0f + scalar %.0f", vc->valuedouble, vc->valuedouble - scalar, scalar);
+            if (el > 0 && !cJSON_IsTrue(history_body(out, "reduced_shape")))
+                ADD(" (%.3g per %s of %.0f)", vc->valuedouble / el, what, el);
+            ADD("; ");
+        }
+        ADD("executed %.0f instructions: %.0f vector arithmetic, %.0f vector load/store, %.0f scalar",
+            insns, vop, vmem, scalar);
+        if (vset >= 0)
+            ADD(" (%.0f of them vsetvl)", vset);
+        const cJSON *hb = cJSON_GetObjectItemCaseSensitive(mix, "hot");
+        double he = num_of(hb, "execs"), hi = num_of(hb, "insns"), hv = num_of(hb, "vector_ops");
+        double hm = num_of(hb, "vector_mem"), hs = num_of(hb, "vsetvl");
+        if (he > 0 && hi >= 0 && hv >= 0 && hm >= 0 && hs >= 0 && hi >= hv + hm + hs)
+            ADD("; hottest block: %.0f instructions (%.0f vector arithmetic, %.0f vector load/store, %.0f vsetvl, "
+                "%.0f other scalar) run %.0f times, %.0f%% of the executed instructions",
+                hi, hv, hm, hs, hi - hv - hm - hs, he, insns > 0 ? 100.0 * hi * he / insns : 0.0);
+    }
+    double vs = num_of(sp, "vreg_stores"), vl = num_of(sp, "vreg_loads");
+    double ss = num_of(sp, "stack_stores"), sl = num_of(sp, "stack_loads");
+    if (vs >= 0 && vl >= 0 && ss >= 0 && sl >= 0)
+        ADD("%sobject: %.0f vector register spills, %.0f reloads (whole-register stores/loads); %.0f stack "
+            "stores, %.0f loads (prologue saves included)",
+            off ? "; " : "", vs, vl, ss, sl);
+#undef ADD
+    if (off >= cap && cap > 1)
+        buf[cap - 1] = '\0';
+}
+
 int prompt_make(struct run *r, const struct plat_task *t, const uint8_t *task, const struct history *h,
                 struct ctx_prompt *out)
 {
@@ -104,6 +179,7 @@ int prompt_make(struct run *r, const struct plat_task *t, const uint8_t *task, c
     struct ctx_prompt p;
     struct ctx_feedback fb[PROMPT_FEEDBACK_MAX];
     char *fb_text[PROMPT_FEEDBACK_MAX] = {0}, *failed_src = NULL;
+    char best_cost[512] = "", fb_cost[PROMPT_FEEDBACK_MAX][700];
     char *best_src = NULL, summary[160] = "";
     size_t nfb = 0;
     ctx_request_init(&rq);
@@ -140,6 +216,8 @@ int prompt_make(struct run *r, const struct plat_task *t, const uint8_t *task, c
             snprintf(summary, sizeof summary, "pass");
         rq.best_source = best_src;
         rq.best_summary = summary;
+        cost_text(t, &b->out, best_cost, sizeof best_cost);
+        rq.best_cost = best_cost; /* once, beside its source: each pass's own is in its feedback */
         rq.parent_decision = b->dec.id;
     }
     /* feedback: the last PROMPT_FEEDBACK_MAX trials of this run, oldest first */
@@ -166,6 +244,18 @@ int prompt_make(struct run *r, const struct plat_task *t, const uint8_t *task, c
         f->baseline = cJSON_IsString(bl) ? bl->valuestring : NULL;
         f->emulated = cJSON_IsTrue(em);
         f->peer = peer_of(history_body(&n->out, "ratios"), &f->peer_ratio);
+        /* after a pass: where its cost goes, beside the current best's */
+        if (f->status && strcmp(f->status, "pass") == 0) {
+            char mine[512];
+            cost_text(t, &n->out, mine, sizeof mine);
+            int is_best = h->best >= 0 && h->idx[i] == h->best;
+            if (mine[0]) {
+                snprintf(fb_cost[nfb], sizeof fb_cost[nfb], "Cost of this kernel: %s.\n%s", mine,
+                         is_best ? "It is the current best.\n"
+                                 : best_cost[0] ? "(The current best's cost is beside its source above.)\n" : "");
+                f->cost = fb_cost[nfb];
+            }
+        }
         /* the latest attempt's kernel when it was judged and failed: the
          * prompt shows what failed (its diff against the best) */
         const cJSON *src = history_body(&n->dec, "source");

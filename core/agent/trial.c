@@ -468,6 +468,13 @@ static int record(struct run *r, const uint8_t task[32], int trial, const struct
         }
     if (vd->object_sha256[0]) /* the judged object: what `kope kernels export` ships */
         cJSON_AddStringToObject(ob, "object_sha256", vd->object_sha256);
+    if (vd->b.has_spills) { /* the object's stack traffic: the next prompt's cost breakdown */
+        cJSON *sp = cJSON_AddObjectToObject(ob, "spills");
+        cJSON_AddNumberToObject(sp, "vreg_stores", vd->b.vreg_spills);
+        cJSON_AddNumberToObject(sp, "vreg_loads", vd->b.vreg_reloads);
+        cJSON_AddNumberToObject(sp, "stack_stores", vd->b.stack_stores);
+        cJSON_AddNumberToObject(sp, "stack_loads", vd->b.stack_loads);
+    }
     if (vd->pass) {
         cJSON_AddBoolToObject(ob, "emulated", vd->m.emulated);
         if (vd->baseline[0]) {
@@ -482,6 +489,20 @@ static int record(struct run *r, const uint8_t task[32], int trial, const struct
             cJSON_AddNumberToObject(ob, "icount", (double)vd->m.icount);
         if (vd->m.vcost)
             cJSON_AddNumberToObject(ob, "vcost", (double)vd->m.vcost);
+        if (vd->m.has_icount) { /* the mix the cost breakdown splits vcost by */
+            cJSON *mx = cJSON_AddObjectToObject(ob, "mix");
+            cJSON_AddNumberToObject(mx, "vector_ops", (double)vd->m.icount_vector);
+            cJSON_AddNumberToObject(mx, "vector_mem", (double)vd->m.icount_vmem);
+            cJSON_AddNumberToObject(mx, "vsetvl", (double)vd->m.icount_vsetvl);
+            if (vd->m.hot_execs) { /* the hottest block: runs, and its instructions per run */
+                cJSON *hb = cJSON_AddObjectToObject(mx, "hot");
+                cJSON_AddNumberToObject(hb, "execs", (double)vd->m.hot_execs);
+                cJSON_AddNumberToObject(hb, "insns", (double)vd->m.hot_insns);
+                cJSON_AddNumberToObject(hb, "vector_ops", (double)vd->m.hot_vector);
+                cJSON_AddNumberToObject(hb, "vector_mem", (double)vd->m.hot_vmem);
+                cJSON_AddNumberToObject(hb, "vsetvl", (double)vd->m.hot_vsetvl);
+            }
+        }
         if (vd->m.ratio_metric[0])
             cJSON_AddStringToObject(ob, "metric", vd->m.ratio_metric);
         cJSON_AddNumberToObject(ob, "median_ns", vd->m.median_ns);

@@ -291,6 +291,8 @@ static char *best_text(const struct ctx_request *rq, size_t max_src_bytes)
         return NULL;
     buf_init(&b, PLAT_SRC_MAX + 4096);
     buf_printf(&b, "## Current best kernel (%s)\n", rq->best_summary ? rq->best_summary : "passing");
+    if (rq->best_cost && *rq->best_cost)
+        buf_printf(&b, "Its cost: %s.\n", rq->best_cost);
     if (removed)
         buf_printf(&b, "Its active configuration: %zu lines not shown (the #if branches its own #defines "
                        "switch off, and the helpers nothing then calls).\n", removed);
@@ -421,6 +423,8 @@ static char *feedback_text(const struct ctx_feedback *f, size_t idx, size_t n,
     buf_addc(&b, '\n');
     if (f->taken && *f->taken)
         buf_printf(&b, "From your reply kope %s.\n", f->taken);
+    if (f->cost && *f->cost)
+        buf_adds(&b, f->cost);
     if (f->text && *f->text) {
         char *t = cut_text(f->text, max_text_bytes);
         if (!t) {

@@ -111,6 +111,8 @@ struct ctx_feedback {
     double peer_ratio;   /* the ratio against it */
     const char *source;  /* a failed attempt's kernel (the prompt shows its diff against
                             the best, or itself), NULL = not given */
+    const char *cost;    /* after a pass: its cost breakdown beside the current best's
+                            (lines of text, core/agent/prompt.c), NULL = none */
 };
 
 struct ctx_request {
@@ -123,6 +125,7 @@ struct ctx_request {
     /* hot tier */
     const char *best_source;        /* current best kernel, NULL = none yet */
     const char *best_summary;       /* one line: "pass, 2.31x vs scalar-O2 (icount)" */
+    const char *best_cost;          /* its cost breakdown (core/agent/prompt.c), NULL = none */
     double best_share;              /* roofline share of the best, 0 = unknown */
     const uint8_t *parent_decision; /* decision being refined (32 bytes) or NULL */
     const struct ctx_feedback *feedback; /* oldest first */

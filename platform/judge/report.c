@@ -130,6 +130,7 @@ void plat_report_parse(char *text, struct plat_report *h)
                 h->icount[region][1] = b;
                 h->icount[region][2] = c;
                 h->icount[region][3] = um ? 0 : vc; /* an unmodelled region claims no vcost */
+                h->icount[region][4] = vs;
                 h->has_icount = 1;
             }
         }

@@ -41,8 +41,13 @@ struct plat_report {
     struct plat_report_time times[PLAT_MAX_BASELINES + 1];
     int n_times;
     char method[400];
-    /* per timed name: insns, vector_ops, vector_mem, vcost (0 = unmodelled) */
-    uint64_t icount[PLAT_MAX_BASELINES + 1][4];
+    /* per timed name: insns, vector_ops, vector_mem, vcost (0 = unmodelled),
+     * vsetvl (the configuration instructions, inside insns and not vector_ops) */
+    uint64_t icount[PLAT_MAX_BASELINES + 1][5];
+    /* per timed name, the hottest block (k3: from the plugin's block, not a
+     * report line): executions, then instructions, vector_ops, vector_mem,
+     * vsetvl per execution; all 0 = not known */
+    uint64_t hot[PLAT_MAX_BASELINES + 1][5];
     int has_icount;
     uint64_t cycles;
 };

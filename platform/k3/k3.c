@@ -1257,6 +1257,16 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
     /* the object the judge links unchanged: core hashes it into the outcome,
      * and an export ships exactly it (k3_object_export) */
     snprintf(out->object, sizeof out->object, "%s", obj);
+    /* the stack traffic the feedback after a pass shows (a spill is not
+     * visible in the cost figure); counting is best-effort, never a verdict */
+    struct k3_spills sp;
+    if (k3_object_spills(obj, &sp) == 0) {
+        out->has_spills = 1;
+        out->vreg_spills = sp.vreg_stores;
+        out->vreg_reloads = sp.vreg_loads;
+        out->stack_stores = sp.stack_stores;
+        out->stack_loads = sp.stack_loads;
+    }
 
     /* a user op's reference objects, after the candidate's own checks: when
      * the candidate is the reference (core's check of it), its own compile
@@ -1509,6 +1519,12 @@ static void icount_take(char *text, size_t len, struct hrun *h)
                 h->r.icount[j][1] = ic.region[r].vector_ops;
                 h->r.icount[j][2] = ic.region[r].vector_mem;
                 h->r.icount[j][3] = ic.region[r].unmodelled ? 0 : ic.region[r].vcost;
+                h->r.icount[j][4] = ic.region[r].vsetvl;
+                h->r.hot[j][0] = ic.region[r].hot_execs;
+                h->r.hot[j][1] = ic.region[r].hot_insns;
+                h->r.hot[j][2] = ic.region[r].hot_vector_ops;
+                h->r.hot[j][3] = ic.region[r].hot_vector_mem;
+                h->r.hot[j][4] = ic.region[r].hot_vsetvl;
                 filled[j] = 1;
                 r++;
             }
@@ -1832,6 +1848,12 @@ static int k3_measure(struct platform *p, const struct plat_task *t, const struc
             out->icount_vector = h->r.icount[0][1];
             out->icount_vmem = h->r.icount[0][2];
             out->vcost = h->r.icount[0][3];
+            out->icount_vsetvl = h->r.icount[0][4];
+            out->hot_execs = h->r.hot[0][0];
+            out->hot_insns = h->r.hot[0][1];
+            out->hot_vector = h->r.hot[0][2];
+            out->hot_vmem = h->r.hot[0][3];
+            out->hot_vsetvl = h->r.hot[0][4];
             continue;
         }
         if (out->n_baselines >= PLAT_MAX_BASELINES)

@@ -177,4 +177,11 @@ int k3_object_compare(const char *judged, const char *shipped, const char *from,
  * Declarations of its helpers: k3_probe.h. */
 int k3_probe(struct platform *p, struct plat_probe *out);
 
+/* docs/K3-KERNELS.md's table of the vector-cost model, written into buf
+ * (capped) from platform/k3/qemu/vcost_model.h, the table the plugin
+ * charges by: class, factor, instructions, one row per charged class.
+ * Returns the length it needs (>= cap: cut). tests/test_docs.c compares it
+ * with the doc. */
+size_t k3_vcost_table_md(char *buf, size_t cap);
+
 #endif

@@ -116,7 +116,7 @@ int k3_icount_parse(const char *text, size_t len, struct k3_icount *out)
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         size_t ll = nl ? (size_t)(nl - p) : (size_t)(end - p);
-        char line[256];
+        char line[512]; /* a region line with its hot block: 11 counts of up to 20 digits */
         if (ll >= sizeof line)
             return PLAT_ERR_PROTOCOL;
         memcpy(line, p, ll);
@@ -128,8 +128,17 @@ int k3_icount_parse(const char *text, size_t len, struct k3_icount *out)
         if (strcmp(line, "kope-icount 2") == 0) {
             seen_head = 1;
         } else if (sscanf(line, "region %u%n", &idx, &used) == 1) {
-            struct k3_icount_counts c;
-            if (!seen_head || parse_counts(line + used, &c) < 0)
+            struct k3_icount_counts c = {0};
+            int u = seen_head ? parse_counts(line + used, &c) : -1;
+            if (u < 0)
+                return PLAT_ERR_PROTOCOL;
+            /* optional: the hottest block (a plugin before it has none) */
+            const char *rest = line + used + u;
+            if (*rest && (sscanf(rest, " hot %" SCNu64 " insns %" SCNu64 " vector_ops %" SCNu64
+                                       " vector_mem %" SCNu64 " vsetvl %" SCNu64,
+                                 &c.hot_execs, &c.hot_insns, &c.hot_vector_ops, &c.hot_vector_mem,
+                                 &c.hot_vsetvl) != 5 ||
+                          c.hot_vector_ops + c.hot_vector_mem + c.hot_vsetvl > c.hot_insns))
                 return PLAT_ERR_PROTOCOL;
             if (idx != (unsigned)out->n_regions + (unsigned)out->dropped)
                 return PLAT_ERR_PROTOCOL;

@@ -45,6 +45,10 @@ struct k3_icount_counts {
                              vector = register groups x class factor x VLEN/DLEN */
     uint64_t unmodelled;  /* vector instructions costed without a known vtype
                              (after a register-form vsetvl); > 0: vcost not claimed */
+    /* The region's hottest translated block (most instructions executed):
+     * how many times it ran, and its instructions per run. hot_execs 0:
+     * none reported (an older plugin, or the total line). */
+    uint64_t hot_execs, hot_insns, hot_vector_ops, hot_vector_mem, hot_vsetvl;
 };
 
 struct k3_icount {

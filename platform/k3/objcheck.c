@@ -686,6 +686,99 @@ int k3_screen_object(const char *path, enum plat_screen_rule *rule, char *detail
     return rc;
 }
 
+/* ------------------------------------------------- the stack traffic --- */
+
+#define RV_SP 2u
+
+/* One instruction word's stack traffic (k3_object_spills). */
+static void spill_count(uint32_t w, struct k3_spills *o)
+{
+    uint32_t op = w & 0x7f, f3 = (w >> 12) & 7, rs1 = (w >> 15) & 31;
+    uint32_t mop = (w >> 26) & 3, umop = (w >> 20) & 31;
+    int vwidth = f3 == 0 || f3 >= 5; /* vector EEW 8/16/32/64 */
+    if ((op == 0x27 || op == 0x07) && vwidth) {
+        if (mop == 0 && umop == 8) { /* whole-register vs<n>r / vl<n>re */
+            if (op == 0x27)
+                o->vreg_stores++;
+            else
+                o->vreg_loads++;
+        }
+        return;
+    }
+    if (rs1 != RV_SP)
+        return;
+    if (op == 0x23 || (op == 0x27 && (f3 == 2 || f3 == 3)))
+        o->stack_stores++;
+    else if (op == 0x03 || (op == 0x07 && (f3 == 2 || f3 == 3)))
+        o->stack_loads++;
+}
+
+/* A compressed instruction's: quadrant 2's sp-relative forms. */
+static void spill_count_c(uint16_t h, struct k3_spills *o)
+{
+    if ((h & 3) != 2)
+        return;
+    switch (h >> 13) {
+    case 1: /* c.fldsp */
+    case 2: /* c.lwsp */
+    case 3: /* c.ldsp */
+        o->stack_loads++;
+        break;
+    case 5: /* c.fsdsp */
+    case 6: /* c.swsp */
+    case 7: /* c.sdsp */
+        o->stack_stores++;
+        break;
+    default:
+        break;
+    }
+}
+
+int k3_object_spills_mem(const unsigned char *buf, size_t len, struct k3_spills *out)
+{
+    struct elf e;
+    char why[128];
+    memset(out, 0, sizeof *out);
+    if (elf_open(&e, buf, len, why, sizeof why)) {
+        elf_close(&e);
+        return -1;
+    }
+    for (unsigned i = 1; i < e.n; i++) {
+        const Elf64_Shdr *sh = &e.sh[i];
+        if (sh->sh_type != SHT_PROGBITS || !(sh->sh_flags & SHF_EXECINSTR))
+            continue;
+        const unsigned char *c = e.b + sh->sh_offset;
+        size_t n = (size_t)sh->sh_size;
+        for (size_t k = 0; k + 2 <= n;) {
+            uint16_t lo = (uint16_t)(c[k] | c[k + 1] << 8);
+            if ((lo & 3) != 3) {
+                spill_count_c(lo, out);
+                k += 2;
+                continue;
+            }
+            if (k + 4 > n)
+                break;
+            spill_count(lo | (uint32_t)(c[k + 2] | c[k + 3] << 8) << 16, out);
+            k += 4;
+        }
+    }
+    elf_close(&e);
+    return 0;
+}
+
+int k3_object_spills(const char *path, struct k3_spills *out)
+{
+    const unsigned char *b;
+    size_t len;
+    char why[128];
+    memset(out, 0, sizeof *out);
+    if (file_map(path, K3_OBJ_MAX_BYTES, &b, &len, why, sizeof why))
+        return -1;
+    int rc = k3_object_spills_mem(b, len, out);
+    file_unmap(b, len);
+    return rc;
+}
+
 /* ------------------------------------------- the linked kernel program --- */
 
 /* A growing '\n'-ended list of names (capped: a program names a handful). */

@@ -81,6 +81,20 @@ int k3_screen_object(const char *path, enum plat_screen_rule *rule, char *detail
 int k3_screen_object_mem(const unsigned char *buf, size_t len, enum plat_screen_rule *rule,
                          char *detail, size_t dl);
 
+/* The stack traffic of an object's machine code, counted in a linear
+ * decode of its code sections (static: a spill inside the hot loop counts
+ * once, like one in the prologue). vreg_*: whole-register vector stores and
+ * loads, which is how clang and gcc spill vector registers (the RVV
+ * intrinsics have no whole-register store; every vector register is
+ * caller-saved, so the prologue never needs one); stack_*: scalar and FP
+ * stores and loads with sp as their base, prologue saves included. 0, or
+ * -1 when buf is not an ELF64 RISC-V object (counts left 0). */
+struct k3_spills {
+    unsigned vreg_stores, vreg_loads, stack_stores, stack_loads;
+};
+int k3_object_spills_mem(const unsigned char *buf, size_t len, struct k3_spills *out);
+int k3_object_spills(const char *path, struct k3_spills *out);
+
 /* What a kernel program runs besides main and the kernel call, taken from
  * the judge's stub linked with a null kernel (K3_NULL_KERNEL_SRC): the
  * functions its preinit/init/fini arrays (and .ctors/.dtors) name, the bytes

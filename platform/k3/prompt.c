@@ -110,6 +110,25 @@ static void vcost_text(char *buf, size_t cap, size_t *off)
         recip > div ? "costs more" : recip == div ? "gains nothing" : "is cheaper");
 }
 
+size_t k3_vcost_table_md(char *buf, size_t cap)
+{
+    size_t off = 0;
+    if (cap)
+        buf[0] = '\0';
+    add(buf, cap, &off, "| class | factor | instructions |\n|---|---|---|\n");
+    for (size_t i = 0; i < sizeof k3_class_order / sizeof k3_class_order[0]; i++) {
+        enum vclass c = k3_class_order[i];
+        const struct vc_class_doc *d = vc_class_doc(c);
+        if (c == VC_GATHER)
+            add(buf, cap, &off, "| %s | EMUL registers | %s |\n", d->name, d->doc);
+        else if (c == VC_FIXED)
+            add(buf, cap, &off, "| %s | registers x VLEN/DLEN | %s |\n", d->name, d->doc);
+        else
+            add(buf, cap, &off, "| %s | %u | %s |\n", d->name, vc_factor[c], d->doc);
+    }
+    return off;
+}
+
 static void k3_judging(const struct plat_probe *pr, char *buf, size_t cap)
 {
     size_t off = 0;

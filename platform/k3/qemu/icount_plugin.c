@@ -55,8 +55,9 @@
  *
  * Output (written at exit to out=FILE, else through qemu_plugin_outs):
  *   kope-icount 2
- *   region IDX insns N vector_ops N vector_mem N vsetvl N vcost N unmodelled N
- *   ...
+ *   region IDX insns N vector_ops N vector_mem N vsetvl N vcost N unmodelled N hot E insns N vector_ops N vector_mem N vsetvl N
+ *   ...                         (hot: the region's translated block that executed the most
+ *                                instructions, E times, and its own mix per execution)
  *   total insns N vector_ops N vector_mem N vsetvl N vcost N unmodelled N regions N dropped N vcpus N stray N pid N
  *   mac HEX                     (with keyfd= only)
  * appended (one such block per process: kope matches each block to the
@@ -102,6 +103,24 @@ static uint64_t g_ratio = 1;           /* VLEN / DLEN */
 static unsigned char g_key[KOPE_SIPHASH_KEY_LEN];
 static int g_keyed;                    /* keyfd= given: blocks carry a mac line */
 
+/* Every translated block, for the region's hottest one: its executions
+ * (inline, whole run) and its instruction mix, fixed at translation. A
+ * block past MAX_TBS is not tracked (the hottest is then among the first
+ * MAX_TBS; a kernel's loop is translated early in its call). */
+#define MAX_TBS (1u << 16)
+enum { H_INSN, H_VOP, H_VMEM, H_VCFG, H_COUNT };
+struct tbi {
+    uint64_t execs, at_begin;
+    uint32_t n[H_COUNT];
+};
+struct hot {
+    uint64_t execs;
+    uint32_t n[H_COUNT];
+};
+static struct tbi *g_tbs[MAX_TBS];
+static unsigned g_n_tbs;
+static struct hot g_hot[MAX_REGIONS]; /* per region: the block with the most executed instructions */
+
 static void on_begin(unsigned int vcpu, void *udata)
 {
     (void)vcpu; (void)udata;
@@ -110,7 +129,25 @@ static void on_begin(unsigned int vcpu, void *udata)
         return;
     }
     g_start = g_now;
+    for (unsigned i = 0; i < g_n_tbs; i++)
+        g_tbs[i]->at_begin = g_tbs[i]->execs;
     g_open = 1;
+}
+
+/* The block that executed the most instructions since on_begin. */
+static void hot_of_region(struct hot *h)
+{
+    uint64_t best = 0;
+    memset(h, 0, sizeof *h);
+    for (unsigned i = 0; i < g_n_tbs; i++) {
+        const struct tbi *t = g_tbs[i];
+        uint64_t e = t->execs - t->at_begin, w = e * t->n[H_INSN];
+        if (w > best) {
+            best = w;
+            h->execs = e;
+            memcpy(h->n, t->n, sizeof h->n);
+        }
+    }
 }
 
 static void on_end(unsigned int vcpu, void *udata)
@@ -125,6 +162,7 @@ static void on_end(unsigned int vcpu, void *udata)
         g_dropped++;
         return;
     }
+    hot_of_region(&g_hot[g_n_regions]);
     struct counts *r = &g_region[g_n_regions++];
     for (int i = 0; i < C_COUNT; i++)
         r->c[i] = g_now.c[i] - g_start.c[i];
@@ -290,6 +328,12 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     (void)id;
     size_t n = qemu_plugin_tb_n_insns(tb);
     const char *prev = NULL;
+    struct tbi *ti = g_n_tbs < MAX_TBS ? calloc(1, sizeof *ti) : NULL;
+    if (ti) {
+        g_tbs[g_n_tbs++] = ti;
+        ti->n[H_INSN] = (uint32_t)n;
+        qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &ti->execs, 1);
+    }
     for (size_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *in = qemu_plugin_tb_get_insn(tb, i);
         const char *sym = qemu_plugin_insn_symbol(in);
@@ -313,6 +357,8 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         if (k >= 0)
             qemu_plugin_register_vcpu_insn_exec_inline(in, QEMU_PLUGIN_INLINE_ADD_U64,
                                                        &g_now.c[k], 1);
+        if (ti && k >= 0)
+            ti->n[k == C_VOP ? H_VOP : k == C_VMEM ? H_VMEM : H_VCFG]++;
         uintptr_t d = k >= 0 ? vclass_of(w) : pack(VC_NONE, 0, 0, 0);
         unsigned cls = D_CLASS(d);
         if (cls == VC_CFG_IMM || cls == VC_CFG_REG) {
@@ -391,6 +437,9 @@ static void at_exit(qemu_plugin_id_t id, void *p)
         char head[32];
         snprintf(head, sizeof head, "region %u", i);
         print_counts(f, head, &g_region[i]);
+        /* the region's hottest block: how often it ran, and its mix per run */
+        fprintf(f, " hot %" PRIu64 " insns %u vector_ops %u vector_mem %u vsetvl %u", g_hot[i].execs,
+                g_hot[i].n[H_INSN], g_hot[i].n[H_VOP], g_hot[i].n[H_VMEM], g_hot[i].n[H_VCFG]);
         fputc('\n', f);
     }
     print_counts(f, "total", &g_now);

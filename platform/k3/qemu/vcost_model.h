@@ -43,23 +43,41 @@ static const unsigned vc_factor[VC_N_CLASSES] = {
  * a class that is not charged as a vector instruction (none, vsetvl*). */
 struct vc_class_doc {
     const char *name;
-    const char *what;
+    const char *what;   /* short: the prompt's */
+    const char *doc;    /* the instructions column of docs/K3-KERNELS.md's table
+                           (k3_vcost_table_md writes it; tests/test_docs.c checks) */
 };
 
 static inline const struct vc_class_doc *vc_class_doc(enum vclass c)
 {
     static const struct vc_class_doc doc[VC_N_CLASSES] = {
-        [VC_BASE] = {"base", "arith, FMA, compare, merge, move, slide, convert, vfrec7/vfrsqrt7"},
-        [VC_MEM] = {"unit-stride load/store", "EMUL = EEW/SEW x LMUL, segments x fields"},
-        [VC_WIDEN] = {"widen/narrow", "vfw*, vw*, vn*"},
-        [VC_REDUCE] = {"reduce", "vfredusum/max/min, vredsum"},
-        [VC_ORDERED] = {"ordered reduce", "vfredosum"},
-        [VC_DIVIDE] = {"divide", "vfdiv, vfrdiv, vfsqrt, vdiv, vrem"},
-        [VC_MEM_STRIDED] = {"strided load/store", ""},
-        [VC_MEM_INDEXED] = {"indexed load/store", ""},
-        [VC_GATHER] = {"gather", "vrgather.vv, vcompress"},
+        [VC_BASE] = {"base", "arith, FMA, compare, merge, move, slide, convert, vfrec7/vfrsqrt7",
+                     "arithmetic, FMA, compares, merges, moves, slides, single-width conversions, "
+                     "`vfrec7`/`vfrsqrt7`, `vid`/`viota`"},
+        [VC_MEM] = {"unit-stride load/store", "EMUL = EEW/SEW x LMUL, segments x fields",
+                    "`vle*`/`vse*`, fault-only-first, segment loads/stores (x fields); groups of "
+                    "EMUL = EEW/SEW x LMUL"},
+        [VC_WIDEN] = {"widen/narrow", "vfw*, vw*, vn*",
+                      "widening and narrowing ops (`vfw*`, `vw*`, `vn*`, `vfwcvt`, `vfncvt`): one operand "
+                      "group is 2 x LMUL"},
+        [VC_REDUCE] = {"reduce", "vfredusum/max/min, vredsum",
+                       "unordered reductions (`vredsum`..., `vfredusum`, `vfredmin/max`, `vwredsum`, "
+                       "`vfwredusum`): a pass plus the cross-lane tree"},
+        [VC_ORDERED] = {"ordered reduce", "vfredosum",
+                        "ordered reductions (`vfredosum`, `vfwredosum`): serial by definition"},
+        [VC_DIVIDE] = {"divide", "vfdiv, vfrdiv, vfsqrt, vdiv, vrem",
+                       "`vdiv[u]`, `vrem[u]`, `vfdiv`, `vfrdiv`, `vfsqrt`: iterative units"},
+        [VC_MEM_STRIDED] = {"strided load/store", "", "strided loads/stores: one element per access"},
+        [VC_MEM_INDEXED] = {"indexed load/store", "",
+                            "indexed loads/stores (data EMUL = LMUL): an address per element"},
+        [VC_GATHER] = {"gather", "vrgather.vv, vcompress",
+                       "`vrgather.vv`, `vrgatherei16`, `vcompress`: any destination register may read any "
+                       "source register, so LMUL^2 register passes"},
         [VC_FIXED] = {"fixed", "vmv.x.s, vfmv.f.s, vcpop, vfirst, mask ops cost 1 register; "
-                               "vmv<n>r, vl<n>r, vs<n>r n"},
+                               "vmv<n>r, vl<n>r, vs<n>r n",
+                      "one register: `vmv.x.s`, `vfmv.f.s`, `vmv.s.x`, `vfmv.s.f`, `vcpop`, `vfirst`, mask "
+                      "logicals, `vmsbf/vmsif/vmsof`, `vlm`/`vsm`; n registers: `vmv<n>r.v`, `vl<n>re*.v`, "
+                      "`vs<n>r.v`"},
     };
     return c < VC_N_CLASSES ? &doc[c] : &doc[VC_NONE];
 }
