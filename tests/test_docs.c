@@ -266,7 +266,9 @@ static int run_block(const char *rel, char **lines, size_t first, size_t last, c
                      "-u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u MAKEOVERRIDES -u RUNNER -u KOPE_ARCH "
                      "HOME='%s' PATH='%s/bin':\"$PATH\" "
                      "timeout -k 5 %d bash --noprofile --norc .docs-block.sh",
-                     dir, dir, dir, test_ms(120));
+                     /* a bound on a hang only, far above any machine's time:
+                      * at load 17 the README's blocks took over 120 s */
+                     dir, dir, dir, test_ms(1200));
     /* walk the markers: each command's output sits between its two */
     const char *p = out;
     size_t line_no = 0;
