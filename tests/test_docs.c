@@ -1059,6 +1059,8 @@ static void test_include_layers_checker(void **state)
         snprintf(fp, sizeof fp, "%s/%s", root, bad[i].rel);
         unlink(fp);
     }
+}
+
 /* docs/K3-KERNELS.md's vcost table is k3_vcost_table_md's text, written
  * from the weight table the plugin charges by (platform/k3/qemu/
  * vcost_model.h): between its two markers, byte for byte. On a mismatch
@@ -1112,7 +1114,6 @@ int main(void)
     qsort(docs + 1, n_docs - 1, sizeof docs[0], doc_cmp);
 
     struct CMUnitTest tests[MAX_DOCS + 8];
-    struct CMUnitTest tests[MAX_DOCS + 5];
     size_t nt = 0;
     for (size_t k = 0; k < n_docs; k++) {
         tests[nt] = (struct CMUnitTest){docs[k].rel, test_doc, NULL, NULL, &docs[k]};
