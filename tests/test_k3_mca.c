@@ -172,7 +172,7 @@ static void test_blocks_vtype_and_cache(void **state)
     char cmd[4096];
     snprintf(cmd, sizeof cmd,
              "cd '%s' && f=$(ls spacemit-x60-* | head -1) && "
-             "sed -i 's/^bytes .*/bytes 00000000000000000000000000/; s/^cycles [0-9]*/cycles 1/' \"$f\" && "
+             "sed -i 's/^bytes .*/bytes 000000000000000000000000/; s/^cycles [0-9]*/cycles 1/' \"$f\" && "
              "grep -q 'cycles 1 ' \"$f\"", m2.cache);
     assert_int_equal(system(cmd), 0);
     runs = m2.tool_runs;
