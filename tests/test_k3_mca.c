@@ -40,6 +40,8 @@
 #define CFG_LOOP "57f5350d57140c03076006023306d600"
 /* vsetvl a0,a1,a2 (vtype from a register), then vfadd.vv */
 #define REG_LOOP "57f5c58057140c03"
+/* vs4r.v v8,(a0); vl4re32.v v8,(a0); vmv4r.v v8,v16: whole registers, no vtype read */
+#define WHOLE_REGS "270485620764856257b4019f"
 /* fence: no scheduling class in the spacemit-x60 model */
 #define FENCE "0f00f00f"
 
@@ -145,8 +147,10 @@ static void test_blocks_vtype_and_cache(void **state)
     /* unknown entry vtype: vector work before any vsetvli is not modelled ... */
     cycles_of(&m, LOOP, 3, 255, 10, PLAT_ERR_UNSUPPORTED, why, sizeof why);
     assert_non_null(strstr(why, "unknown vtype"));
-    /* ... but a block that sets its own vtype first is */
+    /* ... but a block that sets its own vtype first is, and whole-register
+     * spills and reloads read no vtype (a prologue before any vsetvli) */
     assert_true(cycles_of(&m, CFG_LOOP, 4, 255, 10, 0, why, sizeof why) > 0);
+    assert_true(cycles_of(&m, WHOLE_REGS, 3, 255, 10, 0, why, sizeof why) > 0);
     /* a register-form vsetvl: llvm-mca cannot know the vtype either */
     cycles_of(&m, REG_LOOP, 2, 2 << 3, 10, PLAT_ERR_UNSUPPORTED, why, sizeof why);
     assert_non_null(strstr(why, "register-form"));

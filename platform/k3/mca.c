@@ -358,6 +358,16 @@ static int disassemble(struct k3_mca *m, struct job **jobs, int n, char *why, si
     return rc;
 }
 
+/* Whole-register moves, loads and stores (vmv<n>r.v, vl<n>re<eew>.v,
+ * vs<n>r.v: spills and reloads in a prologue) do not read the vtype: a
+ * block may run them before any vsetvli, and vcost counts them as fixed. */
+static int vtype_free(const char *ins)
+{
+    return (strncmp(ins, "vmv", 3) == 0 && ins[3] >= '1' && ins[3] <= '8' && strncmp(ins + 4, "r.v ", 4) == 0) ||
+           (strncmp(ins, "vl", 2) == 0 && ins[2] >= '1' && ins[2] <= '8' && strncmp(ins + 3, "re", 2) == 0) ||
+           (strncmp(ins, "vs", 2) == 0 && ins[2] >= '1' && ins[2] <= '8' && strncmp(ins + 3, "r.v ", 4) == 0);
+}
+
 /* What the block's vector instructions depend on (mca.h's rules). */
 static void vt_flags(struct job *j)
 {
@@ -370,7 +380,7 @@ static void vt_flags(struct job *j)
                 reg = 0;
             } else if (strncmp(p, "vsetvl ", 7) == 0) {
                 reg = 1;
-            } else {
+            } else if (!vtype_free(p)) {
                 j->needs_vt |= !configured && !reg;
                 j->reg_vsetvl |= reg;
             }
