@@ -1886,7 +1886,7 @@ static int k3_measure(struct platform *p, const struct plat_task *t, const struc
             out->icount_vector = h->r.icount[0][1];
             out->icount_vmem = h->r.icount[0][2];
             out->vcost = h->r.icount[0][3];
-            out->mca_cycles = h->mca_cycles[0];
+            out->mca_cycles = h->r.has_icount ? h->mca_cycles[0] : 0; /* refused counts: none */
             continue;
         }
         if (out->n_baselines >= PLAT_MAX_BASELINES)
@@ -1897,7 +1897,7 @@ static int k3_measure(struct platform *p, const struct plat_task *t, const struc
         bl->min_ns = h->r.times[i].min;
         bl->icount = h->r.icount[i][0];
         bl->vcost = h->r.icount[i][3];
-        bl->mca_cycles = h->mca_cycles[i];
+        bl->mca_cycles = h->r.has_icount ? h->mca_cycles[i] : 0;
         const char *metric = "";
         if (!k->emulated && out->median_ns > 0) {
             bl->ratio = bl->median_ns / out->median_ns;

@@ -264,19 +264,27 @@ static size_t dis_line(const char *line, size_t ll, char *ins, size_t cap)
 
 /* llvm-mca assumes a call takes 100 cycles ("call instructions are not
  * correctly modeled"), which would charge each block ending in one with
- * the callee's time: a call is analysed as the jump it is to the core's
- * front end (the callee's blocks are counted on their own). */
+ * the callee's time: a call (jal/jalr writing a link register: ra, or any
+ * rd but zero) is analysed as the jump it is to the core's front end (the
+ * callee's blocks are counted on their own). */
 static void uncall(char *ins, size_t cap)
 {
     char tmp[200];
-    if (strncmp(ins, "jal ", 4) == 0 && !strchr(ins, ',')) {
-        snprintf(tmp, sizeof tmp, "j %s", ins + 4);            /* jal OFF = jal ra, OFF */
-    } else if (strncmp(ins, "jal ra, ", 8) == 0) {
-        snprintf(tmp, sizeof tmp, "j %s", ins + 8);
-    } else if (strncmp(ins, "jalr ", 5) == 0 && !strchr(ins, ',')) {
-        snprintf(tmp, sizeof tmp, "jr %s", ins + 5);           /* jalr RS = jalr ra, 0(RS) */
-    } else if (strncmp(ins, "jalr ra, ", 9) == 0) {
-        snprintf(tmp, sizeof tmp, "jalr zero, %s", ins + 9);
+    const char *comma = strchr(ins, ',');
+    if (strncmp(ins, "jal ", 4) == 0) {
+        if (!comma)
+            snprintf(tmp, sizeof tmp, "j %s", ins + 4);              /* jal OFF = jal ra, OFF */
+        else if (strncmp(ins + 4, "zero,", 5) != 0)
+            snprintf(tmp, sizeof tmp, "j %s", comma + 1 + (comma[1] == ' '));
+        else
+            return;
+    } else if (strncmp(ins, "jalr ", 5) == 0) {
+        if (!comma)
+            snprintf(tmp, sizeof tmp, "jr %s", ins + 5);             /* jalr RS = jalr ra, 0(RS) */
+        else if (strncmp(ins + 5, "zero,", 5) != 0)
+            snprintf(tmp, sizeof tmp, "jalr zero, %s", comma + 1 + (comma[1] == ' '));
+        else
+            return;
     } else {
         return;
     }
