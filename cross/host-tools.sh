@@ -6,6 +6,9 @@
 #
 #   bash cross/host-tools.sh            # everything: x86_64 + riscv64 + aarch64
 #   bash cross/host-tools.sh board      # and the board VM's (make board-vm, test-board)
+#   bash cross/host-tools.sh mca        # and llvm-22 (optional: llvm-mca-22 for the
+#                                       # opt-in platform.k3.model mca:CPU, docs/COSTMODEL.md;
+#                                       # kope and every test work without it)
 set -euo pipefail
 
 # On the board itself (riscv64, aarch64: a native build, `make` on a K3) there
@@ -45,6 +48,10 @@ PKGS="make gcc libc6-dev file xz-utils bzip2 tcl dpkg-dev ca-certificates
 # image tools (mmdebstrap --variant=extract needs no binfmt_misc)
 if [ "${1:-}" = board ]; then
   PKGS="$PKGS qemu-system-misc opensbi mmdebstrap e2fsprogs cpio kmod xz-utils"
+fi
+# llvm-mca-22 with -mcpu=spacemit-x60 (bookworm-security's llvm-toolchain-22)
+if [ "${1:-}" = mca ]; then
+  PKGS="$PKGS llvm-22"
 fi
 
 missing=""

@@ -374,6 +374,7 @@ struct plat_baseline {
     double median_ns, min_ns;
     uint64_t icount;          /* 0 when not counted */
     uint64_t vcost;           /* the vector-cost model's cost, 0 when not modelled */
+    uint64_t mca_cycles;      /* llvm-mca cycles (k3 model mca:CPU), 0 = none */
     double ratio;             /* baseline / candidate (>1: candidate faster);
                                  by time natively; under emulation by vcost when
                                  both sides are modelled, else by icount
@@ -409,6 +410,11 @@ struct plat_measure {
      * modelled (a register-form vsetvl) or there is no plugin. Exact and
      * repeatable like icount. */
     uint64_t vcost;
+    /* llvm-mca's cycles of the same region (k3's opt-in model mca:CPU,
+     * platform/k3/mca.h): 0 when that model is off or the region could not
+     * be modelled (the method says why). Recorded beside vcost; no ratio
+     * uses it yet. */
+    uint64_t mca_cycles;
     /* What base[].ratio compares: "time", "vcost" or "icount"; "" = no ratio. */
     char ratio_metric[8];
     /* ok, but nothing figured at all (e.g. emulated with no instruction

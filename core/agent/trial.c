@@ -503,6 +503,8 @@ static int record(struct run *r, const uint8_t task[32], int trial, const struct
                 cJSON_AddNumberToObject(hb, "vsetvl", (double)vd->m.hot_vsetvl);
             }
         }
+        if (vd->m.mca_cycles) /* platform.k3.model mca:CPU; the method names the model */
+            cJSON_AddNumberToObject(ob, "mca_cycles", (double)vd->m.mca_cycles);
         if (vd->m.ratio_metric[0])
             cJSON_AddStringToObject(ob, "metric", vd->m.ratio_metric);
         cJSON_AddNumberToObject(ob, "median_ns", vd->m.median_ns);

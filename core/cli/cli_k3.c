@@ -187,6 +187,8 @@ static void print_measure(const struct plat_measure *m)
         printf("  vcost %llu", (unsigned long long)m->vcost);
     else if (m->has_icount)
         printf("  vcost unmodelled (register-form vsetvl)");
+    if (m->mca_cycles) /* platform.k3.model mca:CPU: beside vcost, no ratio (docs/COSTMODEL.md) */
+        printf("  mca %llu cycles", (unsigned long long)m->mca_cycles);
     printf("\n");
     if (m->cycles)
         printf("  cycles/call  %llu (perf_event_open)\n", (unsigned long long)m->cycles);
@@ -200,6 +202,8 @@ static void print_measure(const struct plat_measure *m)
             printf("  icount %llu", (unsigned long long)b->icount);
         if (b->vcost)
             printf("  vcost %llu", (unsigned long long)b->vcost);
+        if (b->mca_cycles)
+            printf("  mca %llu", (unsigned long long)b->mca_cycles);
         if (b->ratio > 0)
             printf("  -> %.2fx by %s (baseline/candidate; >1: candidate better)\n", b->ratio,
                    !m->emulated ? "median time"

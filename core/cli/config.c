@@ -71,6 +71,8 @@ static const struct jk_key known_keys[] = {
     {"platform.*.npu_smi", JK_STR},
     {"platform.*.device", JK_NUM},
     {"platform.*.dlen", JK_NUM},
+    {"platform.*.model", JK_STR},
+    {"platform.*.mca_cache", JK_STR},
     {"fleet", JK_OBJ},
     {"fleet.cert", JK_STR},
     {"fleet.ca", JK_STR},

@@ -454,6 +454,37 @@ static int runner_vlen(const struct k3 *k)
     return vl ? atoi(vl + 5) : 128;
 }
 
+/* platform.k3.model: "vcost" (the default, always computed) or "mca:CPU"
+ * (platform/k3/mca.h: llvm-mca cycles recorded beside vcost; the ratios
+ * stay by vcost this session). An mca model without llvm-mca-22, or off
+ * qemu (no plugin), falls back to vcost and the phrase says why: every
+ * emulated outcome's method names the model in use. A malformed model
+ * text fails the open. */
+static int model_open(struct platform *p, struct k3 *k)
+{
+    const char *model = plat_setting_str(p, "model");
+    k3_mca_init(&k->mca);
+    snprintf(k->model, sizeof k->model, "model=vcost");
+    if (!model || !*model || strcmp(model, "vcost") == 0)
+        return 0;
+    char err[200];
+    int rc = k3_mca_open(&k->mca, model, k->work, plat_setting_str(p, "mca_cache"), err, sizeof err);
+    if (rc == PLAT_ERR_BAD_TASK || rc == PLAT_ERR_WORKDIR)
+        return plat_set_err(p, rc, "platform.k3.model: %s", err);
+    if (rc == 0 && !k->plugin[0]) {
+        rc = PLAT_ERR_UNSUPPORTED;
+        snprintf(err, sizeof err, "no qemu icount plugin to record blocks");
+    }
+    if (rc) {
+        snprintf(k->model, sizeof k->model, "model=vcost (%.50s asked: %.120s)", model, err);
+        return 0;
+    }
+    k->mca_on = 1;
+    snprintf(k->model, sizeof k->model, "model=%.60s (llvm-mca-22 cycles beside vcost; ratios by vcost)",
+             model);
+    return 0;
+}
+
 static int k3_open(struct platform *p)
 {
     struct k3 *k = calloc(1, sizeof *k);
@@ -530,6 +561,9 @@ static int k3_open(struct platform *p)
     blas_find(k, s->deps_sysroot);
     if (strstr(k->runner, "qemu")) /* the plugin is qemu-user's: never natively in a VM */
         plugin_find(k, s->icount_plugin);
+    int mrc = model_open(p, k);
+    if (mrc)
+        return mrc;
     int dl = s->dlen_bits;
     if (dl && (dl < 32 || (dl & (dl - 1)) || (k->emulated && dl > runner_vlen(k))))
         return plat_set_err(p, PLAT_ERR_BAD_TASK, "platform.k3.dlen %d: needs a power of two from 32 "
@@ -1441,7 +1475,21 @@ struct hrun {
     int icount_blocks;            /* counted blocks in the plugin's file */
     char icount_err[160];         /* why the plugin's file was refused, "" = fine */
     unsigned char key[16];        /* the run's icount key (plugin keyfd=4): every block's mac */
+    uint64_t mca_cycles[PLAT_MAX_BASELINES + 1]; /* per counted call, 0 = not modelled */
+    char mca_why[200];            /* why a counted call has no cycles, "" = all have */
 };
+
+/* llvm-mca cycles of counted call j, region r of the authenticated block
+ * body[len] (platform/k3/mca.h); a call without them says why once. */
+static void mca_take(struct k3 *k, struct hrun *h, int j, const char *body, size_t len, int r)
+{
+    char why[160];
+    uint64_t c = 0;
+    int rc = k3_mca_region_cycles(&k->mca, body, len, (unsigned)r, &c, why, sizeof why);
+    h->mca_cycles[j] = rc ? 0 : c;
+    if (rc && !h->mca_why[0])
+        snprintf(h->mca_why, sizeof h->mca_why, "counted call %d: %.150s", j, why);
+}
 
 /* The plugin's file: one block per process that ran under it, appended at
  * its exit ("kope-icount N" ... "total ... pid P"). Each counted call was
@@ -1455,7 +1503,7 @@ struct hrun {
  * dropped regions, a marker executed out of turn ("stray": a kernel closing
  * its own region early), more than one vCPU (a thread racing the counters),
  * an announced call no block holds - and nothing is claimed. */
-static void icount_take(char *text, size_t len, struct hrun *h)
+static void icount_take(char *text, size_t len, struct hrun *h, struct k3 *k)
 {
     char *p = text, *end = text + len;
     int filled[PLAT_MAX_BASELINES + 1] = {0};
@@ -1525,6 +1573,8 @@ static void icount_take(char *text, size_t len, struct hrun *h)
                 h->r.hot[j][2] = ic.region[r].hot_vector_ops;
                 h->r.hot[j][3] = ic.region[r].hot_vector_mem;
                 h->r.hot[j][4] = ic.region[r].hot_vsetvl;
+                if (k->mca_on)
+                    mca_take(k, h, j, p, bl, r);
                 filled[j] = 1;
                 r++;
             }
@@ -1587,7 +1637,7 @@ static int harness_run(struct platform *p, const struct plat_task *t, const stru
             return plat_set_err(p, PLAT_ERR_INTERNAL, "icount key: cannot write the key pipe");
         }
         size_t pl = strlen(plug);
-        snprintf(plug + pl, sizeof plug - pl, ",keyfd=4");
+        snprintf(plug + pl, sizeof plug - pl, ",keyfd=4%s", k->mca_on ? ",blocks=1" : "");
         proc_cmd_arg(&c, "-plugin");
         proc_cmd_arg(&c, "%s", plug);
     }
@@ -1705,7 +1755,7 @@ static int harness_run(struct platform *p, const struct plat_task *t, const stru
             snprintf(h->icount_err, sizeof h->icount_err, "the plugin's file is over %u bytes",
                      K3_REPORT_MAX);
         else if (!h->icount_err[0])
-            icount_take(text, m, h);
+            icount_take(text, m, h, k);
     } else if (h->icount_expected && k->emulated && k->plugin[0]) {
         snprintf(h->icount_err, sizeof h->icount_err, "the plugin wrote no counts");
     }
@@ -1821,12 +1871,16 @@ static int k3_measure(struct platform *p, const struct plat_task *t, const struc
      * noise floor (natively), before the judge's lines, which are cut first */
     char noise[300];
     noise_phrase(h, out, noise, sizeof noise);
-    int mn = snprintf(out->method, sizeof out->method, "isolation=%.100s; compile=%.70s%s%s%s; ",
+    /* under emulation the cost model in use, and why a call has no mca cycles */
+    char model[420] = "";
+    if (k->emulated && !k->vm)
+        snprintf(model, sizeof model, "; %s%s%.200s", k->model, h->mca_why[0] ? "; mca: " : "", h->mca_why);
+    int mn = snprintf(out->method, sizeof out->method, "isolation=%.100s; compile=%.70s%s%s%s%s; ",
                       h->res.isolation[0] ? h->res.isolation : "none",
                       k->compile_isolation[0] ? k->compile_isolation : "none",
                       strstr(k->compile_isolation, "NO-") ? " DEGRADED" : "",
                       k->vm ? "; virtual machine: not a speed"
-                      : k->emulated ? "; EMULATED: qemu wall time, not a speed" : "", noise);
+                      : k->emulated ? "; EMULATED: qemu wall time, not a speed" : "", model, noise);
     if (mn > 0 && (size_t)mn < sizeof out->method) { /* the judge's lines, cut to fit */
         size_t room = sizeof out->method - 1 - (size_t)mn, ml = strlen(h->r.method);
         memcpy(out->method + mn, h->r.method, ml < room ? ml : room);
@@ -1854,6 +1908,7 @@ static int k3_measure(struct platform *p, const struct plat_task *t, const struc
             out->hot_vector = h->r.hot[0][2];
             out->hot_vmem = h->r.hot[0][3];
             out->hot_vsetvl = h->r.hot[0][4];
+            out->mca_cycles = h->r.has_icount ? h->mca_cycles[0] : 0; /* refused counts: none */
             continue;
         }
         if (out->n_baselines >= PLAT_MAX_BASELINES)
@@ -1864,6 +1919,7 @@ static int k3_measure(struct platform *p, const struct plat_task *t, const struc
         bl->min_ns = h->r.times[i].min;
         bl->icount = h->r.icount[i][0];
         bl->vcost = h->r.icount[i][3];
+        bl->mca_cycles = h->r.has_icount ? h->mca_cycles[i] : 0;
         const char *metric = "";
         if (!k->emulated && out->median_ns > 0) {
             bl->ratio = bl->median_ns / out->median_ns;

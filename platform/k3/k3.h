@@ -17,6 +17,7 @@
 #ifndef KOPE_K3_H
 #define KOPE_K3_H
 
+#include "platform/k3/mca.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -66,6 +67,12 @@ struct k3 {
                                    op's first link; user ops link theirs per candidate */
     struct k3_names *hdr_names; /* identifiers of the allowed headers (k3_names_load), NULL
                                    until the first preprocessed screen */
+    /* The cost model (platform.k3.model, docs/COSTMODEL.md): vcost always;
+     * with mca:CPU and llvm-mca found, the plugin also records blocks and
+     * each emulated outcome carries llvm-mca cycles beside vcost. */
+    int mca_on;
+    char model[200];          /* the phrase every emulated outcome's method names */
+    struct k3_mca mca;
 };
 
 /* ------------------------------------------------------------- runner --- */

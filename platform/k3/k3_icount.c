@@ -117,6 +117,12 @@ int k3_icount_parse(const char *text, size_t len, struct k3_icount *out)
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         size_t ll = nl ? (size_t)(nl - p) : (size_t)(end - p);
         char line[512]; /* a region line with its hot block: 11 counts of up to 20 digits */
+        /* after "total": the block lines of blocks=1, read by platform/k3/mca.c */
+        if (seen_total && ((ll >= 7 && memcmp(p, "blocks ", 7) == 0) || (ll >= 4 && memcmp(p, "blk ", 4) == 0) ||
+                           (ll >= 3 && memcmp(p, "bx ", 3) == 0))) {
+            p += ll + (nl ? 1 : 0);
+            continue;
+        }
         if (ll >= sizeof line)
             return PLAT_ERR_PROTOCOL;
         memcpy(line, p, ll);

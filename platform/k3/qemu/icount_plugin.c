@@ -42,7 +42,20 @@
  *
  * Arguments: out=FILE, begin=SYM, end=SYM, vlen=BITS and dlen=BITS (both
  * or neither; VLEN/DLEN is 1 when neither is given, i.e. DLEN = VLEN),
- * keyfd=N (authenticated counts, below).
+ * keyfd=N (authenticated counts, below), blocks=1 (blocks for llvm-mca,
+ * below).
+ *
+ * Blocks (blocks=1, for kope's llvm-mca model, platform/k3/mca.h): every
+ * translation block executed inside a region is kept once by its bytes
+ * (the same bytes translated twice are one block) and counted per region
+ * and per vtype at its entry. The vtype at entry is exact: it is the one
+ * the last executed vsetvli/vsetivli set (the exec callback runs when the
+ * block is entered), or "unknown" (vt 255) at start or after a
+ * register-form vsetvl. A block entered with more than MCA_VT_SLOTS
+ * distinct vtypes in one region, a block too large or past MCA_MAX_TBS,
+ * records past MCA_MAX_BX, or a process whose block lines would pass
+ * MCA_OUT_MAX bytes, are counted in `lost`: kope then claims no cycles for
+ * that process's regions.
  *
  * Authenticated counts (keyfd=N): at install, before the guest's first
  * instruction, the plugin reads a 16-byte key from descriptor N and closes
@@ -59,6 +72,10 @@
  *   ...                         (hot: the region's translated block that executed the most
  *                                instructions, E times, and its own mix per execution)
  *   total insns N vector_ops N vector_mem N vsetvl N vcost N unmodelled N regions N dropped N vcpus N stray N pid N
+ *   blocks N lost N             (with blocks=1 only, then:)
+ *   blk ID NINSN HEX            (each block some region entered: its bytes)
+ *   bx REGION ID VT COUNT       (region REGION entered block ID COUNT times
+ *                                with vtype VT: vsew << 3 | vlmul, 255 unknown)
  *   mac HEX                     (with keyfd= only)
  * appended (one such block per process: kope matches each block to the
  * process the harness's judge says it made each counted call in, by pid).
@@ -102,6 +119,9 @@ static unsigned g_vlen, g_dlen;        /* 0 = not given: VLEN/DLEN = 1 */
 static uint64_t g_ratio = 1;           /* VLEN / DLEN */
 static unsigned char g_key[KOPE_SIPHASH_KEY_LEN];
 static int g_keyed;                    /* keyfd= given: blocks carry a mac line */
+static int g_blocks;                   /* blocks=1: per-block counts for llvm-mca */
+
+static void mca_region_close(int keep, unsigned region);
 
 /* Every translated block, for the region's hottest one: its executions
  * (inline, whole run) and its instruction mix, fixed at translation. A
@@ -158,6 +178,8 @@ static void on_end(unsigned int vcpu, void *udata)
         return;
     }
     g_open = 0;
+    if (g_blocks)
+        mca_region_close(g_n_regions < MAX_REGIONS, g_n_regions);
     if (g_n_regions >= MAX_REGIONS) {
         g_dropped++;
         return;
@@ -277,12 +299,14 @@ static uintptr_t vclass_of(uint32_t w)
 
 /* The vtype in force, in eighths of a register group (lmul8 = 8: LMUL 1). */
 static unsigned g_lmul8, g_sew; /* 0 = unknown (start, vsetvl, reserved encodings) */
+static unsigned g_vt = 255;     /* the same as vsew << 3 | vlmul; 255 = unknown */
 
 static void on_vcfg(unsigned int vcpu, void *udata)
 {
     (void)vcpu;
     uintptr_t d = (uintptr_t)udata;
     g_lmul8 = g_sew = 0;
+    g_vt = 255;
     if (D_CLASS(d) != VC_CFG_IMM)
         return;
     unsigned vt = D_VTYPE(d), vlmul = vt & 7, vsew = (vt >> 3) & 7;
@@ -291,6 +315,7 @@ static void on_vcfg(unsigned int vcpu, void *udata)
         return; /* reserved: the vsetvli sets vill and vector instructions trap */
     g_lmul8 = lmul8[vlmul];
     g_sew = 8u << vsew;
+    g_vt = vsew << 3 | vlmul;
 }
 
 static uint64_t groups(uint64_t emul8)
@@ -323,6 +348,168 @@ static void on_vec(unsigned int vcpu, void *udata)
     g_now.c[C_VCOST] += g * f * n;
 }
 
+
+/* ------------------------------------------- blocks for llvm-mca (blocks=1) --- */
+
+/* Why these caps: a qemu TB holds at most 512 instructions (2 KiB); the
+ * harness's regions run a few dozen distinct blocks (kernel, its callees);
+ * kope reads the plugin's whole file under a 256 KiB cap, shared by the
+ * candidate's process and the judge's, so each process's block lines stay
+ * under MCA_OUT_MAX. */
+#define MCA_MAX_TBS 8192
+#define MCA_TB_BYTES_MAX 2048
+#define MCA_VT_SLOTS 4
+#define MCA_MAX_BX 16384
+#define MCA_OUT_MAX (96u << 10)
+#define MCA_HASH 4096
+
+struct tbrec {
+    struct tbrec *next;          /* hash chain */
+    uint32_t id, hash, len, n_insns;
+    int touched, printed;
+    int n_vt;
+    uint8_t vt[MCA_VT_SLOTS];
+    uint64_t cnt[MCA_VT_SLOTS];  /* entries in the open region, per vtype */
+    unsigned char bytes[];
+};
+
+struct bxrec {
+    uint32_t region, id;
+    uint8_t vt;
+    uint64_t count;
+};
+
+static struct tbrec *g_tb_hash[MCA_HASH];
+static struct tbrec *g_mca_tbs[MCA_MAX_TBS];
+static unsigned g_mca_n_tbs;
+static struct tbrec *g_touched[MCA_MAX_TBS];
+static unsigned g_n_touched;
+static struct bxrec *g_bx;       /* MCA_MAX_BX, allocated at install */
+static unsigned g_n_bx;
+static uint64_t g_lost;          /* see the file's comment: no cycles claimed */
+static uint64_t g_lost_region;   /* lost while the open region ran */
+
+static uint32_t fnv1a(const unsigned char *p, size_t n)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 16777619u;
+    return h;
+}
+
+/* The block of these bytes, made once; NULL when it cannot be kept. */
+static struct tbrec *tb_intern(const unsigned char *bytes, size_t len, size_t n_insns)
+{
+    if (len == 0 || len > MCA_TB_BYTES_MAX)
+        return NULL;
+    uint32_t h = fnv1a(bytes, len);
+    for (struct tbrec *r = g_tb_hash[h % MCA_HASH]; r; r = r->next)
+        if (r->hash == h && r->len == len && memcmp(r->bytes, bytes, len) == 0)
+            return r;
+    if (g_mca_n_tbs >= MCA_MAX_TBS)
+        return NULL;
+    struct tbrec *r = calloc(1, sizeof *r + len);
+    if (!r)
+        return NULL;
+    r->id = g_mca_n_tbs;
+    r->hash = h;
+    r->len = (uint32_t)len;
+    r->n_insns = (uint32_t)n_insns;
+    memcpy(r->bytes, bytes, len);
+    r->next = g_tb_hash[h % MCA_HASH];
+    g_tb_hash[h % MCA_HASH] = r;
+    g_mca_tbs[g_mca_n_tbs++] = r;
+    return r;
+}
+
+/* A block entered (its exec callback runs before its first instruction,
+ * after the previous block's vsetvli callbacks): count it under the vtype
+ * in force, in the open region only. udata NULL: a block not kept. */
+static void on_tb(unsigned int vcpu, void *udata)
+{
+    (void)vcpu;
+    if (!g_open)
+        return;
+    struct tbrec *r = udata;
+    if (!r) {
+        g_lost_region++;
+        return;
+    }
+    if (!r->touched) {
+        r->touched = 1;
+        g_touched[g_n_touched++] = r; /* each block once per region: fits */
+    }
+    int s = 0;
+    while (s < r->n_vt && r->vt[s] != g_vt)
+        s++;
+    if (s == r->n_vt) {
+        if (r->n_vt == MCA_VT_SLOTS) {
+            g_lost_region++;
+            return;
+        }
+        r->vt[r->n_vt++] = (uint8_t)g_vt;
+    }
+    r->cnt[s]++;
+}
+
+/* The region closed: its blocks' counts become bx records (keep = 0: the
+ * region itself was dropped), and every count starts again from zero. */
+static void mca_region_close(int keep, unsigned region)
+{
+    for (unsigned i = 0; i < g_n_touched; i++) {
+        struct tbrec *r = g_touched[i];
+        for (int s = 0; s < r->n_vt && keep; s++) {
+            if (g_n_bx >= MCA_MAX_BX || !g_bx) {
+                g_lost++;
+                continue;
+            }
+            g_bx[g_n_bx++] = (struct bxrec){region, r->id, r->vt[s], r->cnt[s]};
+        }
+        r->touched = 0;
+        r->n_vt = 0;
+        memset(r->cnt, 0, sizeof r->cnt);
+    }
+    g_n_touched = 0;
+    if (keep)
+        g_lost += g_lost_region;
+    g_lost_region = 0;
+}
+
+/* The block lines, after "total": the blocks some kept region entered,
+ * then the records. Built in memory first, so a process over MCA_OUT_MAX
+ * writes "blocks 0 lost N" alone (its regions then have no cycles). */
+static void mca_print(FILE *f)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    unsigned n_blk = 0;
+    if (m) {
+        for (unsigned i = 0; i < g_n_bx; i++) {
+            struct tbrec *r = g_mca_tbs[g_bx[i].id];
+            if (r->printed)
+                continue;
+            r->printed = 1;
+            n_blk++;
+            fprintf(m, "blk %u %u ", r->id, r->n_insns);
+            for (uint32_t b = 0; b < r->len; b++)
+                fprintf(m, "%02x", r->bytes[b]);
+            fputc('\n', m);
+        }
+        for (unsigned i = 0; i < g_n_bx; i++)
+            fprintf(m, "bx %u %u %u %" PRIu64 "\n", g_bx[i].region, g_bx[i].id, g_bx[i].vt,
+                    g_bx[i].count);
+        fclose(m);
+    }
+    if (!buf || len > MCA_OUT_MAX) {
+        fprintf(f, "blocks 0 lost %" PRIu64 "\n", g_lost + (uint64_t)g_n_bx + 1);
+    } else {
+        fprintf(f, "blocks %u lost %" PRIu64 "\n", n_blk, g_lost);
+        fwrite(buf, 1, len, f);
+    }
+    free(buf);
+}
+
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
     (void)id;
@@ -333,6 +520,19 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         g_tbs[g_n_tbs++] = ti;
         ti->n[H_INSN] = (uint32_t)n;
         qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &ti->execs, 1);
+    }
+    if (g_blocks) {
+        unsigned char bytes[MCA_TB_BYTES_MAX];
+        size_t len = 0;
+        for (size_t i = 0; i < n && len <= MCA_TB_BYTES_MAX; i++) {
+            struct qemu_plugin_insn *in = qemu_plugin_tb_get_insn(tb, i);
+            size_t sz = qemu_plugin_insn_size(in);
+            if (len + sz <= MCA_TB_BYTES_MAX)
+                memcpy(bytes + len, qemu_plugin_insn_data(in), sz);
+            len += sz;
+        }
+        qemu_plugin_register_vcpu_tb_exec_cb(tb, on_tb, QEMU_PLUGIN_CB_NO_REGS,
+                                             tb_intern(bytes, len, n));
     }
     for (size_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *in = qemu_plugin_tb_get_insn(tb, i);
@@ -447,6 +647,8 @@ static void at_exit(qemu_plugin_id_t id, void *p)
      * harness's judge names it */
     fprintf(f, " regions %u dropped %u vcpus %u stray %u pid %ld forks %u\n", g_n_regions, g_dropped,
             g_vcpus, g_stray, (long)getpid(), (long)getpid() == g_forks_pid ? g_forks : 0u);
+    if (g_blocks)
+        mca_print(f);
     fflush(f);
     if (g_keyed)
         fprintf(f, "mac %016" PRIx64 "\n", kope_siphash24(g_key, buf, len));
@@ -522,6 +724,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
             bad = set_bits(&g_dlen, argv[i] + 5);
         else if (strncmp(argv[i], "keyfd=", 6) == 0)
             bad = read_key(argv[i] + 6);
+        else if (strcmp(argv[i], "blocks=1") == 0)
+            bad = !(g_blocks = (g_bx = calloc(MCA_MAX_BX, sizeof *g_bx)) != NULL);
         else
             bad = -1;
         if (bad) {
