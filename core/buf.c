@@ -106,3 +106,26 @@ char *buf_detach(struct buf *b, size_t *len)
     buf_init(b, max);
     return p;
 }
+
+size_t buf_fence_open(struct buf *b, const char *text, size_t len, const char *lang)
+{
+    size_t run = 0, longest = 0;
+    for (size_t i = 0; text && i < len; i++) {
+        run = text[i] == '`' ? run + 1 : 0;
+        if (run > longest)
+            longest = run;
+    }
+    size_t fence = longest < 3 ? 3 : longest + 1;
+    for (size_t i = 0; i < fence; i++)
+        buf_addc(b, '`');
+    buf_adds(b, lang ? lang : "");
+    buf_addc(b, '\n');
+    return fence;
+}
+
+void buf_fence_close(struct buf *b, size_t fence)
+{
+    for (size_t i = 0; i < fence; i++)
+        buf_addc(b, '`');
+    buf_addc(b, '\n');
+}

@@ -25,6 +25,14 @@ int buf_addc(struct buf *b, char c);
 int buf_adds(struct buf *b, const char *s);
 int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static inline int buf_err(const struct buf *b) { return b->err; }
+/* A fenced code block around untrusted text (a kernel's source: a comment
+ * holding a line of three backticks would close a ``` fence and speak
+ * outside it, as kope's own markdown): the fence is one backtick longer
+ * than the longest run in text[0..len) and at least three. open writes the
+ * fence, lang and a newline and returns the fence's length; close writes
+ * that many backticks and a newline. */
+size_t buf_fence_open(struct buf *b, const char *text, size_t len, const char *lang);
+void buf_fence_close(struct buf *b, size_t fence);
 /* Hand the bytes to the caller (free() them); the buffer is left empty. */
 char *buf_detach(struct buf *b, size_t *len);
 

@@ -41,12 +41,23 @@ static int prompt_fallback(const struct ctx_request *rq, struct ctx_prompt *p)
     buf_printf(&u, "## Task\n%s: op %s, %s, rtol %g atol %g\nSignature: %s\n", rq->task->name,
                plat_task_op_name(rq->task), shape, rq->task->rtol, rq->task->atol,
                pc->signature(rq->task->family));
-    if (rq->task->op == PLAT_OP_USER && rq->task->user && rq->task->user->ref)
-        buf_printf(&u, "A user's own op: it computes what this reference does (plain C, the judge's answer):\n"
-                       "```c\n%.*s\n```\n", 12 * 1024, rq->task->user->ref);
-    if (rq->best_source)
-        buf_printf(&u, "\n## Current best kernel (%s)\n```%s\n%s\n```\n",
-                   rq->best_summary ? rq->best_summary : "", pc->lang, rq->best_source);
+    /* sources are candidate text: fenced so that no line of theirs closes
+     * the fence (core/buf.h buf_fence_open) */
+    if (rq->task->op == PLAT_OP_USER && rq->task->user && rq->task->user->ref) {
+        const char *ref = rq->task->user->ref;
+        size_t rl = strlen(ref) > 12 * 1024 ? 12 * 1024 : strlen(ref);
+        buf_adds(&u, "A user's own op: it computes what this reference does (plain C, the judge's answer):\n");
+        size_t fence = buf_fence_open(&u, ref, rl, "c");
+        buf_add(&u, ref, rl);
+        buf_addc(&u, '\n');
+        buf_fence_close(&u, fence);
+    }
+    if (rq->best_source) {
+        buf_printf(&u, "\n## Current best kernel (%s)\n", rq->best_summary ? rq->best_summary : "");
+        size_t fence = buf_fence_open(&u, rq->best_source, strlen(rq->best_source), pc->lang);
+        buf_printf(&u, "%s\n", rq->best_source);
+        buf_fence_close(&u, fence);
+    }
     for (size_t i = 0; i < rq->n_feedback; i++) {
         const struct ctx_feedback *f = &rq->feedback[i];
         buf_printf(&u, "\n## Attempt feedback %zu: %s %s%s%s\n", i + 1, f->stage ? f->stage : "",

@@ -232,8 +232,11 @@ static void user_op_text(struct buf *b, const struct plat_task *t)
     char *ref = cut_text(t->user->ref, CTX_USER_REF_MAX);
     buf_printf(b, "A user's own op, not in the catalogue: it computes what this reference does "
                   "(plain C; its f32 result, within the tolerance, is the judge's answer; %s; "
-                  "scalars alpha, lo, hi, eps as for every op):\n```c\n%s\n```\n",
-               operands[t->family < PLAT_FAM_COUNT ? t->family : 0], ref ? ref : "");
+                  "scalars alpha, lo, hi, eps as for every op):\n",
+               operands[t->family < PLAT_FAM_COUNT ? t->family : 0]);
+    size_t fence = buf_fence_open(b, ref, ref ? strlen(ref) : 0, "c");
+    buf_printf(b, "%s\n", ref ? ref : "");
+    buf_fence_close(b, fence);
     free(ref);
 }
 
@@ -293,16 +296,17 @@ static char *best_text(const struct ctx_request *rq, size_t max_src_bytes)
     if (removed)
         buf_printf(&b, "Its active configuration: %zu lines not shown (the #if branches its own #defines "
                        "switch off, and the helpers nothing then calls).\n", removed);
-    buf_printf(&b, "```%s\n", platform_prompt(rq->target)->lang);
     char *src = cut_text(active, max_src_bytes);
     free(active);
     if (!src) {
         buf_free(&b);
         return NULL;
     }
+    size_t fence = buf_fence_open(&b, src, strlen(src), platform_prompt(rq->target)->lang);
     buf_adds(&b, src);
     free(src);
-    buf_adds(&b, "\n```\n");
+    buf_addc(&b, '\n');
+    buf_fence_close(&b, fence);
     return detach(&b);
 }
 
@@ -369,14 +373,15 @@ static char *failed_code(const char *best, const char *src, const char *lang, si
     struct buf body;
     buf_init(&body, strlen(b) + (a ? strlen(a) : 0) + 256);
     if (a && (la.n - pre - suf) + (lb.n - pre - suf) < lb.n) {
-        buf_printf(&out, "Its diff against the current best (%zu lines in common not shown):\n```diff\n", pre + suf);
+        buf_printf(&out, "Its diff against the current best (%zu lines in common not shown):\n", pre + suf);
+        lang = "diff";
         buf_printf(&body, "@@ -%zu,%zu +%zu,%zu @@\n", pre + 1, la.n - pre - suf, pre + 1, lb.n - pre - suf);
         for (size_t i = pre; i < la.n - suf; i++)
             buf_printf(&body, "-%.*s\n", (int)la.len[i], la.p[i]);
         for (size_t i = pre; i < lb.n - suf; i++)
             buf_printf(&body, "+%.*s\n", (int)lb.len[i], lb.p[i]);
     } else {
-        buf_printf(&out, "The kernel that failed:\n```%s\n", lang);
+        buf_adds(&out, "The kernel that failed:\n");
         buf_adds(&body, b);
         buf_addc(&body, '\n');
     }
@@ -385,8 +390,11 @@ static char *failed_code(const char *best, const char *src, const char *lang, si
     free(bt);
     if (!cut)
         goto out;
+    size_t fence = buf_fence_open(&out, cut, strlen(cut), lang);
     buf_adds(&out, cut);
-    buf_adds(&out, *cut && cut[strlen(cut) - 1] == '\n' ? "```\n" : "\n```\n");
+    if (!*cut || cut[strlen(cut) - 1] != '\n')
+        buf_addc(&out, '\n');
+    buf_fence_close(&out, fence);
     free(cut);
     res = detach(&out);
 out:
@@ -832,9 +840,10 @@ static int passive_history(struct graph *g, const struct ctx_request *rq, struct
             char *text = NULL;
             size_t len = 0;
             if (graph_blob_get(g, src->valuestring, &text, &len) == 0) {
-                buf_printf(u, "```%s\n", platform_prompt(rq->target)->lang);
+                size_t fence = buf_fence_open(u, text, len, platform_prompt(rq->target)->lang);
                 buf_add(u, text, len);
-                buf_adds(u, "\n```\n");
+                buf_addc(u, '\n');
+                buf_fence_close(u, fence);
                 free(text);
             }
         }
@@ -864,10 +873,13 @@ static int build_passive(struct graph *g, const struct ctx_request *rq, struct c
     buf_addc(&u, '\n');
     if ((rc = passive_history(g, rq, &u)))
         goto out;
-    if (rq->best_source)
-        buf_printf(&u, "## Current best kernel (%s)\n```%s\n%s\n```\n",
-                   rq->best_summary ? rq->best_summary : "passing", platform_prompt(rq->target)->lang,
-                   rq->best_source);
+    if (rq->best_source) {
+        buf_printf(&u, "## Current best kernel (%s)\n", rq->best_summary ? rq->best_summary : "passing");
+        size_t fence = buf_fence_open(&u, rq->best_source, strlen(rq->best_source),
+                                      platform_prompt(rq->target)->lang);
+        buf_printf(&u, "%s\n", rq->best_source);
+        buf_fence_close(&u, fence);
+    }
     for (size_t i = 0; i < rq->n_feedback; i++) {
         const struct ctx_feedback *f = &rq->feedback[i];
         buf_printf(&u, "## Feedback %zu: %s %s\n%s%s%s%s\n", i + 1, f->stage ? f->stage : "result",

@@ -493,13 +493,15 @@ static int task_items(struct graph *g, const struct retr_query *q, const char *q
                 text = active;
                 len = strlen(text);
                 label(&b, c, qtarget, RETR_SPEED);
-                buf_printf(&b, " its best kernel (%s, %s%s):\n```%s\n", tags[0], phr,
-                           removed ? "; its active configuration, switched-off #if branches not shown" : "",
-                           platform_prompt(qtarget)->lang);
-                buf_add(&b, text, len > SOURCE_MAX_BYTES ? SOURCE_MAX_BYTES : len);
+                buf_printf(&b, " its best kernel (%s, %s%s):\n", tags[0], phr,
+                           removed ? "; its active configuration, switched-off #if branches not shown" : "");
+                size_t shown = len > SOURCE_MAX_BYTES ? SOURCE_MAX_BYTES : len;
+                size_t fence = buf_fence_open(&b, text, shown, platform_prompt(qtarget)->lang);
+                buf_add(&b, text, shown);
                 if (len > SOURCE_MAX_BYTES)
                     buf_adds(&b, "\n/* ... cut ... */");
-                buf_adds(&b, "\n```\n");
+                buf_addc(&b, '\n');
+                buf_fence_close(&b, fence);
                 free(text);
                 double v = RETR_W_SOURCE * c->sim * speed_factor(bo, q->best_share);
                 snprintf(why, sizeof why, "best kernel of %s %s (sim %.2f), %.2fx",
