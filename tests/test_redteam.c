@@ -166,6 +166,74 @@ static void test_diag_injection_framed(void **state)
 
 /* ------------------------------------------ session 7, insider (redin) --- */
 
+/* The kernels below reach system calls through a pointer; the object check
+ * now refuses that (test_insider2_indirect_calls_refused), so the tests of
+ * the holes behind it run with it off: those holes stay open for any other
+ * way to a system call (a return address overwritten on the stack). The
+ * flag as setup/teardown, so a failed assertion cannot leak it. */
+static int no_object_screen_on(void **state)
+{
+    (void)state;
+    P->set.flags |= PLAT_SET_UNSAFE_NO_OBJECT_SCREEN;
+    return 0;
+}
+
+static int no_object_screen_off(void **state)
+{
+    (void)state;
+    P->set.flags &= ~(unsigned)PLAT_SET_UNSAFE_NO_OBJECT_SCREEN;
+    return 0;
+}
+
+/* A kernel that calls the C library's `ecall; ret` through a pointer
+ * (tests/redteam/insider2-export-syscalls.c: found by scanning its own
+ * program's text) and one that calls libc's syscall() the same way: refused
+ * by the object check, naming the jump. Before, the first was verified,
+ * exported and ran its system calls on the host in the library's `make
+ * check`. An honest kernel calling libm (a relocated call) still passes. */
+static void test_insider2_indirect_calls_refused(void **state)
+{
+    (void)state;
+    static char src[16384];
+    size_t len = read_kernel("insider2-export-syscalls.c", src, sizeof src);
+    static const char fnptr[] =
+        "#include <stddef.h>\n#include <stdint.h>\n#include \"kernel_abi.h\"\n"
+        "typedef long (*sc_fn)(long, long, long, long, long, long, long);\n"
+        "void kope_kernel(size_t n, const float *x, const float *y, float *out, const struct kope_scalars *s)\n"
+        "{\n  (void)s;\n  volatile uintptr_t a = (uintptr_t)&kope_kernel + 4096;\n"
+        "  if (n == 7) ((sc_fn)a)(172, 0, 0, 0, 0, 0, 0);\n"
+        "  for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i];\n}\n";
+    static const char honest[] =
+        "#include <stddef.h>\n#include <math.h>\n#include \"kernel_abi.h\"\n"
+        "void kope_kernel(size_t n, const float *x, const float *y, float *out, const struct kope_scalars *s)\n"
+        "{\n  (void)s;\n  for (size_t i = 0; i < n; i++) {\n"
+        "    float e = expf(-fabsf(x[i])); /* a libm call: auipc + jalr under R_RISCV_CALL_PLT */\n"
+        "    out[i] = x[i] + y[i] + (e > 2.0f ? 1.0f : 0.0f);\n  }\n}\n";
+    const char *srcs[2] = {src, fnptr};
+    size_t lens[2] = {len, sizeof fnptr - 1};
+    for (int i = 0; i < 2; i++) {
+        struct plat_task t;
+        task_init(&t, PLAT_OP_ADD);
+        struct plat_build b;
+        assert_int_equal(platform_compile(P, &t, srcs[i], lens[i], &b), 0);
+        fprintf(stderr, "  kernel %d -> ok=%d %s: %s\n", i, b.ok, plat_screen_rule_name(b.screen_rule), b.detail);
+        assert_false(b.ok);
+        assert_int_equal(b.reason, PLAT_FAIL_SCREEN_REJECTED);
+        assert_int_equal(b.screen_rule, PLAT_SCREEN_SYSTEM_INSN);
+        assert_non_null(strstr(b.detail, "indirect"));
+        platform_build_free(P, &b);
+    }
+    struct plat_build b;
+    struct plat_verify v;
+    struct plat_task t;
+    task_init(&t, PLAT_OP_ADD);
+    assert_int_equal(platform_compile(P, &t, honest, sizeof honest - 1, &b), 0);
+    assert_true(b.ok);
+    assert_int_equal(platform_verify(P, &t, &b, &v), 0);
+    assert_true(v.pass);
+    platform_build_free(P, &b);
+}
+
 /* CommonMark fences, roughly as a reader (or a model) takes them: a line of
  * 3+ backticks (up to 3 spaces before) opens a block; only a line of as many
  * or more backticks and nothing else closes it. Is the line holding needle
@@ -238,8 +306,8 @@ static const struct plat_baseline *baseline_named(const struct plat_measure *m, 
  * 0x6b6f7065 + id * 1000003: the verify run's kernel process recovers the
  * seed from its first inputs, replays the measure run's fill, writes the
  * answer to c<id>/kc, and the measure's counted call read()s it into the
- * output (host work, uncounted). Today: verified, measured, and counted at a
- * small fraction of the scalar baseline (676x at 64x16384 by hand). When the
+ * output (host work, uncounted). Today: verified, measured, and counted at
+ * 1/42 of autovec-O3 (7751 vs 328539 instructions at 64x16384). When the
  * defence lands (a run cannot leave files for the next; a seed the kernel
  * cannot predict), the cache misses, the kernel computes honestly with its
  * double loop and this assertion fails: turn it around then. */
@@ -266,12 +334,14 @@ static void test_insider2_cache_across_runs_open(void **state)
         skip(); /* no icount plugin: nothing is claimed */
     if (!m.emulated)
         skip(); /* natively the claim is time; this test is about counts */
-    const struct plat_baseline *sc = baseline_named(&m, "scalar-O2");
-    assert_non_null(sc);
-    fprintf(stderr, "  OPEN: cache across runs: candidate icount %llu, scalar-O2 %llu\n",
-            (unsigned long long)m.icount, (unsigned long long)sc->icount);
+    /* the same kernel computing (its cache missed) counts about what
+     * autovec-O3 does (336389 vs 328539); reading the cache, ~40x less */
+    const struct plat_baseline *av = baseline_named(&m, "autovec-O3");
+    assert_non_null(av);
+    fprintf(stderr, "  OPEN: cache across runs: candidate icount %llu, autovec-O3 %llu\n",
+            (unsigned long long)m.icount, (unsigned long long)av->icount);
     assert_true(m.ok);
-    assert_true(m.icount > 0 && m.icount * 20 < sc->icount);
+    assert_true(m.icount > 0 && m.icount * 10 < av->icount);
 }
 
 /* OPEN. The program kope checked is not the program it runs next: the
@@ -352,9 +422,10 @@ int main(void)
         cmocka_unit_test(test_stored_escapes_not_printed_raw),
         cmocka_unit_test(test_diag_injection_framed),
         cmocka_unit_test(test_insider2_kernel_comment_fenced),
-        cmocka_unit_test(test_insider2_cache_across_runs_open),
-        cmocka_unit_test(test_insider2_judge_rewritten_between_runs_open),
-        cmocka_unit_test(test_insider2_icount_symlink_followed_open),
+        cmocka_unit_test(test_insider2_indirect_calls_refused),
+        cmocka_unit_test_setup_teardown(test_insider2_cache_across_runs_open, no_object_screen_on, no_object_screen_off),
+        cmocka_unit_test_setup_teardown(test_insider2_judge_rewritten_between_runs_open, no_object_screen_on, no_object_screen_off),
+        cmocka_unit_test_setup_teardown(test_insider2_icount_symlink_followed_open, no_object_screen_on, no_object_screen_off),
         cmocka_unit_test(test_insider2_gamma_never_negative_open),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
