@@ -340,9 +340,9 @@ static int text_check(const struct elf *e, unsigned sec_i, const unsigned char *
             if (lo == RV_C_EBREAK) {
                 w = lo, at = i, what = "c.ebreak";
             } else if ((lo & 0xf07f) == 0x9002 && r1 != 0) {
-                w = lo, at = i, what = "an indirect call (c.jalr through a register)";
+                w = lo, at = i, what = "an indirect call (c.jalr through a register: a function pointer)";
             } else if ((lo & 0xf07f) == 0x8002 && r1 != 0 && r1 != 1) {
-                w = lo, at = i, what = "an indirect jump (c.jr through a register other than ra)";
+                w = lo, at = i, what = "an indirect jump (c.jr through a register other than ra: a switch's jump table?)";
             }
             prev = (size_t)-1;
             i += 2;
@@ -361,7 +361,8 @@ static int text_check(const struct elf *e, unsigned sec_i, const unsigned char *
             int call = prev != (size_t)-1 && prev + 4 == i && (prev_w & 0x7f) == 0x17 &&
                        ((prev_w >> 7) & 31) == rs1 && call_reloc_at(e, sec_i, prev);
             if (!ret && !call)
-                at = i, what = "an indirect jump or call (jalr through a register, no call relocation)";
+                at = i, what = "an indirect jump or call (jalr through a register, no call relocation: a "
+                               "function pointer or a switch's jump table)";
         }
         prev = i;
         prev_w = w;
