@@ -419,8 +419,13 @@ static void test_file_directives_refused(void **state)
 /* The byte pattern of glibc's riscv64 syscall(): eight register moves and an
  * ecall. A kernel finds it in the static harness binary by scanning forward
  * from its own address and calls it through a pointer: plain C, no asm, no
- * forbidden name, so no screen can see it. Whatever it does with a system
- * call must not change the verdict or reach the host. */
+ * forbidden name, so no source screen can see it. Since session 7 the object
+ * check refuses the call through a pointer (a jalr with no call relocation,
+ * tests/test_redteam.c test_insider2_indirect_calls_refused), so the tests
+ * using it run with the object check off (no_object_screen_on): they test
+ * the layers behind it, which must hold for any way to a system call a
+ * later kernel finds. Whatever it does with a system call must not change
+ * the verdict or reach the host. */
 #define FIND_SC \
     "#include <stddef.h>\n#include <stdint.h>\n#include \"kernel_abi.h\"\n" \
     "typedef long (*sc_fn)(long, long, long, long, long, long);\n" \
@@ -1021,12 +1026,12 @@ int main(void)
         cmocka_unit_test(test_tls_and_got_refused),
         cmocka_unit_test(test_got_relocation_refused),
         cmocka_unit_test(test_file_directives_refused),
-        cmocka_unit_test(test_forged_report_by_raw_syscall),
-        cmocka_unit_test(test_rewrites_judge_inputs),
-        cmocka_unit_test(test_raw_syscalls_cannot_touch_the_host),
+        cmocka_unit_test_setup_teardown(test_forged_report_by_raw_syscall, no_object_screen_on, no_object_screen_off),
+        cmocka_unit_test_setup_teardown(test_rewrites_judge_inputs, no_object_screen_on, no_object_screen_off),
+        cmocka_unit_test_setup_teardown(test_raw_syscalls_cannot_touch_the_host, no_object_screen_on, no_object_screen_off),
         cmocka_unit_test(test_work_skipped_when_unchecked),
         cmocka_unit_test(test_icount_markers_forged),
-        cmocka_unit_test(test_forged_plugin_output),
+        cmocka_unit_test_setup_teardown(test_forged_plugin_output, no_object_screen_on, no_object_screen_off),
         cmocka_unit_test(test_wrong_for_special_values),
         cmocka_unit_test(test_matmul_wrong_for_special_values),
         cmocka_unit_test(test_right_only_for_first_rows),

@@ -183,6 +183,256 @@ static void test_diag_injection_framed(void **state)
     assert_null(strchr(o, '\x1b'));
 }
 
+/* ------------------------------------------ session 7, insider (redin) --- */
+
+/* The kernels below reach system calls through a pointer; the object check
+ * now refuses that (test_insider2_indirect_calls_refused), so the tests of
+ * the holes behind it run with it off: those holes stay open for any other
+ * way to a system call (a return address overwritten on the stack). The
+ * flag as setup/teardown, so a failed assertion cannot leak it. */
+static int no_object_screen_on(void **state)
+{
+    (void)state;
+    P->set.flags |= PLAT_SET_UNSAFE_NO_OBJECT_SCREEN;
+    return 0;
+}
+
+static int no_object_screen_off(void **state)
+{
+    (void)state;
+    P->set.flags &= ~(unsigned)PLAT_SET_UNSAFE_NO_OBJECT_SCREEN;
+    return 0;
+}
+
+/* A kernel that calls the C library's `ecall; ret` through a pointer
+ * (tests/redteam/insider2-export-syscalls.c: found by scanning its own
+ * program's text) and one that calls libc's syscall() the same way: refused
+ * by the object check, naming the jump. Before, the first was verified,
+ * exported and ran its system calls on the host in the library's `make
+ * check`. An honest kernel calling libm (a relocated call) still passes. */
+static void test_insider2_indirect_calls_refused(void **state)
+{
+    (void)state;
+    static char src[16384];
+    size_t len = read_kernel("insider2-export-syscalls.c", src, sizeof src);
+    static const char fnptr[] =
+        "#include <stddef.h>\n#include <stdint.h>\n#include \"kernel_abi.h\"\n"
+        "typedef long (*sc_fn)(long, long, long, long, long, long, long);\n"
+        "void kope_kernel(size_t n, const float *x, const float *y, float *out, const struct kope_scalars *s)\n"
+        "{\n  (void)s;\n  volatile uintptr_t a = (uintptr_t)&kope_kernel + 4096;\n"
+        "  if (n == 7) ((sc_fn)a)(172, 0, 0, 0, 0, 0, 0);\n"
+        "  for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i];\n}\n";
+    static const char honest[] =
+        "#include <stddef.h>\n#include <math.h>\n#include \"kernel_abi.h\"\n"
+        "void kope_kernel(size_t n, const float *x, const float *y, float *out, const struct kope_scalars *s)\n"
+        "{\n  (void)s;\n  for (size_t i = 0; i < n; i++) {\n"
+        "    float e = expf(-fabsf(x[i])); /* a libm call: auipc + jalr under R_RISCV_CALL_PLT */\n"
+        "    out[i] = x[i] + y[i] + (e > 2.0f ? 1.0f : 0.0f);\n  }\n}\n";
+    const char *srcs[2] = {src, fnptr};
+    size_t lens[2] = {len, sizeof fnptr - 1};
+    for (int i = 0; i < 2; i++) {
+        struct plat_task t;
+        task_init(&t, PLAT_OP_ADD);
+        struct plat_build b;
+        assert_int_equal(platform_compile(P, &t, srcs[i], lens[i], &b), 0);
+        fprintf(stderr, "  kernel %d -> ok=%d %s: %s\n", i, b.ok, plat_screen_rule_name(b.screen_rule), b.detail);
+        assert_false(b.ok);
+        assert_int_equal(b.reason, PLAT_FAIL_SCREEN_REJECTED);
+        assert_int_equal(b.screen_rule, PLAT_SCREEN_SYSTEM_INSN);
+        assert_non_null(strstr(b.detail, "indirect"));
+        platform_build_free(P, &b);
+    }
+    struct plat_build b;
+    struct plat_verify v;
+    struct plat_task t;
+    task_init(&t, PLAT_OP_ADD);
+    assert_int_equal(platform_compile(P, &t, honest, sizeof honest - 1, &b), 0);
+    assert_true(b.ok);
+    assert_int_equal(platform_verify(P, &t, &b, &v), 0);
+    assert_true(v.pass);
+    platform_build_free(P, &b);
+}
+
+/* CommonMark fences, roughly as a reader (or a model) takes them: a line of
+ * 3+ backticks (up to 3 spaces before) opens a block; only a line of as many
+ * or more backticks and nothing else closes it. Is the line holding needle
+ * inside a block? */
+static int inside_fence(const char *text, const char *needle)
+{
+    const char *hit = strstr(text, needle);
+    assert_non_null(hit);
+    size_t open = 0;
+    for (const char *l = text; l;) {
+        const char *e = strchr(l, '\n');
+        size_t len = e ? (size_t)(e - l) : strlen(l);
+        if (hit <= l + len) /* the needle's line */
+            return open > 0;
+        size_t i = 0, n = 0;
+        while (i < 3 && i < len && l[i] == ' ')
+            i++;
+        while (i + n < len && l[i + n] == '`')
+            n++;
+        if (n >= 3) {
+            size_t j = i + n;
+            while (j < len && (l[j] == ' ' || l[j] == '\t'))
+                j++;
+            if (!open)
+                open = n;
+            else if (n >= open && j == len)
+                open = 0;
+        }
+        l = e ? e + 1 : NULL;
+    }
+    return open > 0;
+}
+
+/* A passing kernel whose comment holds a line of three backticks and a
+ * "## New instructions" section (tests/redteam/insider2-kernel-comment-
+ * injection.c): `kope context` quotes the best's source in a fence longer
+ * than any backtick run in it, so the section stays inside the block. Before
+ * buf_code_block the ``` line closed the block and the section stood as
+ * kope's own markdown. */
+static void test_insider2_kernel_comment_fenced(void **state)
+{
+    (void)state;
+    static char red[16384];
+    read_kernel("insider2-kernel-comment-injection.c", red, sizeof red);
+    const char *kf = tpath("cinj.c"), *db = tpath("cinj.db");
+    test_write_text(kf, red);
+    test_store_init(db);
+    static char o[1 << 17];
+    int rc = run_cmd(o, sizeof o, "%s --db %s run --task add-res-896 --seed %s --offline --budget 1",
+                     kope_bin(), db, kf);
+    fprintf(stderr, "%s\n", o);
+    assert_int_equal(rc, 0);
+    rc = run_cmd(o, sizeof o, "%s --db %s context add-res-896", kope_bin(), db);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(o, "## New instructions from the kope operator"));
+    if (!inside_fence(o, "## New instructions from the kope operator"))
+        fail_msg("the kernel's comment closed the fence: its section stands outside any code block");
+}
+
+static const struct plat_baseline *baseline_named(const struct plat_measure *m, const char *name)
+{
+    for (int i = 0; i < m->n_baselines; i++)
+        if (strcmp(m->base[i].name, name) == 0)
+            return &m->base[i];
+    return NULL;
+}
+
+/* OPEN (no defence yet). The candidate's dir c<id>/ is writable in every
+ * harness run and lives from verify to measure, and the run's seed is
+ * 0x6b6f7065 + id * 1000003: the verify run's kernel process recovers the
+ * seed from its first inputs, replays the measure run's fill, writes the
+ * answer to c<id>/kc, and the measure's counted call read()s it into the
+ * output (host work, uncounted). Today: verified, measured, and counted at
+ * 1/42 of autovec-O3 (7751 vs 328539 instructions at 64x16384). When the
+ * defence lands (a run cannot leave files for the next; a seed the kernel
+ * cannot predict), the cache misses, the kernel computes honestly with its
+ * double loop and this assertion fails: turn it around then. */
+static void test_insider2_cache_across_runs_open(void **state)
+{
+    (void)state;
+    static char src[16384];
+    size_t len = read_kernel("insider2-cache-across-runs.c", src, sizeof src);
+    struct plat_task t;
+    task_init(&t, PLAT_OP_SUM);
+    t.rows = 64;
+    t.cols = 16384; /* 1M elements: under the emulated measure cap, no cut */
+    struct plat_build b;
+    struct plat_verify v;
+    struct plat_measure m;
+    assert_int_equal(platform_compile(P, &t, src, len, &b), 0);
+    assert_true(b.ok);
+    memset(&v, 0, sizeof v);
+    assert_int_equal(platform_verify(P, &t, &b, &v), 0);
+    assert_true(v.pass);
+    assert_int_equal(platform_measure(P, &t, &b, &m), 0);
+    platform_build_free(P, &b);
+    if (m.ok && m.emulated && !m.has_icount)
+        skip(); /* no icount plugin: nothing is claimed */
+    if (!m.emulated)
+        skip(); /* natively the claim is time; this test is about counts */
+    /* the same kernel computing (its cache missed) counts about what
+     * autovec-O3 does (336389 vs 328539); reading the cache, ~40x less */
+    const struct plat_baseline *av = baseline_named(&m, "autovec-O3");
+    assert_non_null(av);
+    fprintf(stderr, "  OPEN: cache across runs: candidate icount %llu, autovec-O3 %llu\n",
+            (unsigned long long)m.icount, (unsigned long long)av->icount);
+    assert_true(m.ok);
+    assert_true(m.icount > 0 && m.icount * 10 < av->icount);
+}
+
+/* OPEN. The program kope checked is not the program it runs next: the
+ * verify run's kernel process rewrites c<id>/harness (its cwd, writable),
+ * patching the judge's own text; the measure run executes the patched judge
+ * (its method says "verdict in a JUDGE process"). On the split branch the
+ * same reaches a user op's judge (c<id>/judge) and every kernel program. */
+static void test_insider2_judge_rewritten_between_runs_open(void **state)
+{
+    (void)state;
+    static char src[16384];
+    size_t len = read_kernel("insider2-judge-rewrite.c", src, sizeof src);
+    struct plat_task t;
+    task_init(&t, PLAT_OP_SUM);
+    struct plat_build b;
+    struct plat_verify v;
+    struct plat_measure m;
+    assert_int_equal(platform_compile(P, &t, src, len, &b), 0);
+    assert_true(b.ok);
+    memset(&v, 0, sizeof v);
+    assert_int_equal(platform_verify(P, &t, &b, &v), 0);
+    assert_true(v.pass);
+    assert_int_equal(platform_measure(P, &t, &b, &m), 0);
+    platform_build_free(P, &b);
+    fprintf(stderr, "  OPEN: judge rewritten: method %.200s\n", m.method);
+    assert_non_null(strstr(m.method, "verdict in a JUDGE process"));
+}
+
+/* OPEN. A symlink left at c<id>/measure.icount (the plugin's output path)
+ * by the measure run's kernel: kope, on the host, follows it and reads the
+ * host file it names as the plugin's counts (here a file of ours that says
+ * "kope-icount": refused as not authenticated, so kope did read it; a FIFO
+ * there hangs kope). With O_NOFOLLOW and a regular-file check the detail
+ * would be that the plugin wrote no counts. */
+static void test_insider2_icount_symlink_followed_open(void **state)
+{
+    (void)state;
+    static char red[16384], src[20000];
+    read_kernel("insider2-icount-symlink.c", red, sizeof red);
+    const char *target = tpath("host-file-read-by-kope");
+    test_write_text(target, "kope-icount forged block from a host file\n");
+    char *at = strstr(red, "@TARGET@\";");
+    assert_non_null(at);
+    snprintf(src, sizeof src, "%.*s%s%s", (int)(at - red), red, target, at + strlen("@TARGET@"));
+    struct plat_task t;
+    task_init(&t, PLAT_OP_SUM);
+    struct plat_build b;
+    struct plat_measure m;
+    assert_int_equal(platform_compile(P, &t, src, strlen(src), &b), 0);
+    assert_true(b.ok);
+    assert_int_equal(platform_measure(P, &t, &b, &m), 0);
+    platform_build_free(P, &b);
+    fprintf(stderr, "  OPEN: icount symlink: ok=%d %s: %s\n", m.ok, plat_fail_name(m.reason), m.detail);
+    if (!m.emulated)
+        skip(); /* natively there is no plugin file */
+    assert_false(m.ok);
+    assert_non_null(strstr(m.detail, "not authenticated"));
+}
+
+/* OPEN. gamma is drawn from [0.5, 1.5] (and beta from [-0.5, 0.5]) in every
+ * case: an rmsnorm that uses |gamma| passes (real weights can be negative). */
+static void test_insider2_gamma_never_negative_open(void **state)
+{
+    (void)state;
+    struct plat_build b;
+    struct plat_verify v;
+    verify_file(PLAT_OP_RMSNORM, "insider2-gamma-sign.c", &b, &v);
+    fprintf(stderr, "  OPEN: rmsnorm with |gamma| passes\n");
+    assert_true(v.pass);
+    platform_build_free(P, &b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -190,6 +440,12 @@ int main(void)
         cmocka_unit_test(test_termsafe_escapes_controls),
         cmocka_unit_test(test_stored_escapes_not_printed_raw),
         cmocka_unit_test(test_diag_injection_framed),
+        cmocka_unit_test(test_insider2_kernel_comment_fenced),
+        cmocka_unit_test(test_insider2_indirect_calls_refused),
+        cmocka_unit_test_setup_teardown(test_insider2_cache_across_runs_open, no_object_screen_on, no_object_screen_off),
+        cmocka_unit_test_setup_teardown(test_insider2_judge_rewritten_between_runs_open, no_object_screen_on, no_object_screen_off),
+        cmocka_unit_test_setup_teardown(test_insider2_icount_symlink_followed_open, no_object_screen_on, no_object_screen_off),
+        cmocka_unit_test(test_insider2_gamma_never_negative_open),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -295,17 +295,56 @@ static void file_unmap(const unsigned char *b, size_t len)
  * occur inside honest instructions (16 of the 316 template instances hold a
  * misaligned "CSR access" to some privileged CSR), and executed misaligned
  * they merely trap, which is a crash. */
-static int text_check(const unsigned char *code, size_t n, const char *sec, char *detail, size_t dl)
+/* Does a call relocation (R_RISCV_CALL, R_RISCV_CALL_PLT: an auipc + jalr
+ * pair whose target the linker fills in) start at offset off of section
+ * sec? */
+static int call_reloc_at(const struct elf *e, unsigned sec, uint64_t off)
+{
+    for (unsigned i = 1; i < e->n; i++) {
+        const Elf64_Shdr *s = &e->sh[i];
+        if (s->sh_type != SHT_RELA || s->sh_info != sec || s->sh_entsize != sizeof(Elf64_Rela) ||
+            !in_file(s->sh_offset, s->sh_size, e->len))
+            continue;
+        for (size_t k = 0; k < s->sh_size / sizeof(Elf64_Rela); k++) {
+            Elf64_Rela r;
+            memcpy(&r, e->b + s->sh_offset + k * sizeof r, sizeof r);
+            unsigned t = (unsigned)ELF64_R_TYPE(r.r_info);
+            if (r.r_offset == off && (t == R_RISCV_CALL || t == R_RISCV_CALL_PLT))
+                return 1;
+        }
+    }
+    return 0;
+}
+
+/* Also refused in the linear decode: control flow through a register other
+ * than a return. A kernel has no business jumping to an address it computed:
+ * that is how one reaches the C library's `ecall; ret` found by scanning its
+ * own program's text (the session-7 red team: a gadget called with the
+ * system call number as the eighth argument, a7), which no check of the
+ * kernel's own bytes sees. Allowed: `ret` (jalr x0, 0(ra), c.jr ra) and the
+ * auipc + jalr pairs of calls and tail calls, whose target a call relocation
+ * names (so only an allowed symbol or the kernel's own function). Refused:
+ * c.jalr, c.jr through another register, any other jalr (calls through a
+ * function pointer, switch jump tables: build with -fno-jump-tables). */
+static int text_check(const struct elf *e, unsigned sec_i, const unsigned char *code, size_t n,
+                      const char *sec, char *detail, size_t dl)
 {
     const char *what = NULL;
     uint32_t w = 0;
-    size_t at = 0;
+    size_t at = 0, prev = (size_t)-1;
+    uint32_t prev_w = 0;
     for (size_t i = 0; i + 2 <= n && !what;) {
         uint16_t lo = (uint16_t)(code[i] | code[i + 1] << 8);
         if ((lo & 3) != 3) {
+            unsigned r1 = (lo >> 7) & 31;
             if (lo == RV_C_EBREAK) {
                 w = lo, at = i, what = "c.ebreak";
+            } else if ((lo & 0xf07f) == 0x9002 && r1 != 0) {
+                w = lo, at = i, what = "an indirect call (c.jalr through a register: a function pointer)";
+            } else if ((lo & 0xf07f) == 0x8002 && r1 != 0 && r1 != 1) {
+                w = lo, at = i, what = "an indirect jump (c.jr through a register other than ra: a switch's jump table?)";
             }
+            prev = (size_t)-1;
             i += 2;
             continue;
         }
@@ -316,7 +355,17 @@ static int text_check(const unsigned char *code, size_t n, const char *sec, char
             uint32_t funct3 = (w >> 12) & 7;
             if (funct3 == 0 || funct3 == 4 || !csr_allowed(w >> 20))
                 at = i, what = w == RV_ECALL ? "ecall" : w == RV_EBREAK ? "ebreak" : "a system instruction";
+        } else if ((w & 0x707f) == 0x67) { /* jalr */
+            unsigned rd = (w >> 7) & 31, rs1 = (w >> 15) & 31;
+            int ret = rd == 0 && rs1 == 1 && (w >> 20) == 0;
+            int call = prev != (size_t)-1 && prev + 4 == i && (prev_w & 0x7f) == 0x17 &&
+                       ((prev_w >> 7) & 31) == rs1 && call_reloc_at(e, sec_i, prev);
+            if (!ret && !call)
+                at = i, what = "an indirect jump or call (jalr through a register, no call relocation: a "
+                               "function pointer or a switch's jump table)";
         }
+        prev = i;
+        prev_w = w;
         i += 4;
     }
     for (size_t i = 0; i + 4 <= n && !what; i += 2) {
@@ -333,7 +382,8 @@ static int text_check(const unsigned char *code, size_t n, const char *sec, char
         return 0;
     char nb[64];
     snprintf(detail, dl, "machine code in %s holds %s (0x%08x at +%zu): ecall/ebreak/CSR access "
-             "other than the FP and vector CSRs are not allowed in a kernel", pr(sec, nb, sizeof nb),
+             "other than the FP and vector CSRs, and jumps or calls through a register other than "
+             "ret and relocated calls, are not allowed in a kernel", pr(sec, nb, sizeof nb),
              what, w, at);
     return 1;
 }
@@ -660,7 +710,8 @@ int k3_screen_object_mem(const unsigned char *buf, size_t len, enum plat_screen_
             goto out;
     for (unsigned i = 1; i < e.n; i++)
         if (cls[i] == SC_CODE &&
-            text_check(e.b + e.sh[i].sh_offset, (size_t)e.sh[i].sh_size, elf_secname(&e, i), detail, dl)) {
+            text_check(&e, i, e.b + e.sh[i].sh_offset, (size_t)e.sh[i].sh_size, elf_secname(&e, i), detail,
+                       dl)) {
             *rule = PLAT_SCREEN_SYSTEM_INSN;
             goto out;
         }

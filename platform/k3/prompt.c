@@ -196,7 +196,7 @@ const struct plat_prompt k3_prompt = {
     .contract = "Write a complete C file using RVV 1.0 intrinsics (<riscv_vector.h>, __riscv_ names) "
                 "that defines kope_kernel with the family's signature from \"kernel_abi.h\". Allowed "
                 "headers: " K3_ALLOWED_HEADERS_PROMPT ". No malloc, no I/O, no asm, no static writable data, no state "
-                "between calls. Every output element must be written; any length must work (tails).",
+                "between calls, no calls through function pointers and no switch (a jump table is refused: use if/else). Every output element must be written; any length must work (tails).",
     .signature = k3_signature,
     .lang = "c",
     .knowledge = k3_knowledge,
