@@ -44,6 +44,7 @@ static struct ks_table g_tab;     /* a private copy: the kernel cannot change it
 static struct ks_status *g_stat;  /* in the arena, shared with the judge */
 static volatile int g_in_kernel;
 static struct h_args g_args;
+static int g_family;              /* from the table: the call's signature */
 
 static void kernel_fail(int code, int sig)
 {
@@ -197,7 +198,7 @@ static void call_candidate(void)
     struct kope_scalars s = {.alpha = a->alpha, .lo = a->lo, .hi = a->hi, .eps = a->eps};
     void (*fn)(void) = kope_kernel;
     g_in_kernel = 1;
-    switch (g_tab.family) {
+    switch (g_family) {
     case 0:
         ((kope_elementwise_fn *)fn)(a->n, a->x, a->y, a->out, &s);
         break;
@@ -244,13 +245,16 @@ static void args_take(const struct ks_cmd *m, const struct h_args *from)
     g_args.eps = m->eps;
 }
 
-int main(void)
+/* The command loop. The counted call is made through k->fn, as the judge
+ * made it when the kernel was linked into it: the instructions between the
+ * icount markers are the same, so a kernel's count does not change with
+ * the split. */
+struct kserve {
+    void (*fn)(void);
+};
+
+static void serve(struct kserve *k)
 {
-    faults_install();
-    if (arena_map() != 0)
-        kernel_fail(KS_SETUP, 0);
-    close(KS_FD_ARENA);
-    g_stat->ready = 1;
     for (;;) {
         struct ks_cmd m;
         ssize_t r = read(KS_FD_CMD, &m, sizeof m);
@@ -261,7 +265,7 @@ int main(void)
         args_take(&m, m.set >= 0 && m.set < g_tab.n_sets ? &g_tab.sets[m.set] : &g_tab.cur);
         if (m.kind == KS_CMD_COUNT) {
             kope_icount_begin(m.region);
-            call_candidate();
+            k->fn();
             kope_icount_end(m.region);
         } else if (m.kind == KS_CMD_SETS) {
             for (int32_t i = 0; i < m.count && i < g_tab.n_sets; i++) {
@@ -272,15 +276,28 @@ int main(void)
                     stack_scrub();
                 /* with the scalars of that set's own fill */
                 g_args = g_tab.sets[i];
-                call_candidate();
+                k->fn();
             }
             g_stat->set = -1;
         } else {
             for (int32_t i = 0; i < m.count; i++)
-                call_candidate();
+                k->fn();
         }
         char b = 1;
         if (write(KS_FD_DONE, &b, 1) != 1)
             _exit(0);
     }
+}
+
+int main(void)
+{
+    static struct kserve k = {call_candidate};
+    faults_install();
+    if (arena_map() != 0)
+        kernel_fail(KS_SETUP, 0);
+    close(KS_FD_ARENA);
+    g_family = g_tab.family;
+    g_stat->ready = 1;
+    serve(&k);
+    return 0;
 }
