@@ -383,6 +383,9 @@ static int kernel_seccomp_install(pid_t self)
 #endif
         ALLOW(SYS_prlimit64), ALLOW(SYS_getrandom), ALLOW(SYS_futex), ALLOW(SYS_clock_gettime),
         ALLOW(SYS_gettimeofday), ALLOW(SYS_getpid), ALLOW(SYS_gettid), ALLOW(SYS_close),
+#ifdef SYS_close_range
+        ALLOW(SYS_close_range),
+#endif
         ALLOW(SYS_fstat), ALLOW(SYS_sched_yield),
 #ifdef SYS_newfstatat
         ALLOW(SYS_newfstatat),

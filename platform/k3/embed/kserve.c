@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "kernel_abi.h"
@@ -295,7 +296,13 @@ int main(void)
     faults_install();
     if (arena_map() != 0)
         kernel_fail(KS_SETUP, 0);
-    close(KS_FD_ARENA);
+    /* the arena's memfd, and any descriptor above the answer pipe the judge
+     * failed to close. Through libc's generic syscall(): the program holds
+     * one either way for a candidate that looks for it (every layer around
+     * the kernel process assumes it can make any system call), and
+     * tests/test_k3_hostile.c's raw-system-call kernels find it */
+    if (syscall(SYS_close_range, (unsigned)KS_FD_ARENA, ~0u, 0u) != 0)
+        close(KS_FD_ARENA);
     g_family = g_tab.family;
     g_stat->ready = 1;
     serve(&k);
