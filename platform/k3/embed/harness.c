@@ -1,24 +1,36 @@
 /*
- * harness.c - the riscv64 program that checks and times one candidate kernel
- * (embedded in kope; compiled for the target and linked with the candidate,
- * ref.c, base.c twice and blas.c). kope's host side (platform/k3/k3.c) runs
- * it in an isolated child (platform/proc.c) and reads its report from fd 3.
+ * harness.c - the K3 JUDGE program: the riscv64 program that checks and
+ * times one candidate kernel, with NO candidate code in it (embedded in
+ * kope; compiled for the target and linked with ref.c, base.c twice,
+ * blas.c, sleef.c or a user op's user.c - once per op, not per candidate).
+ * kope's host side (platform/k3/k3.c) runs it in an isolated child
+ * (platform/proc.c) and reads its report from fd 3.
  *
  *   harness mode=verify|measure op=NAME n= rows= cols= m= k= batch=
  *           rtol= atol= seed= [min_ms= max_rep= max_work= flags=]
+ *           [kr=RUNNER-WORD ... kprog=PATH [kplugin=ARG]]
  *
- * Two processes: the JUDGE (this program's first process) owns the case
- * list, the master copy of every input, the double-precision reference, the
- * comparison, the clock and the report (fd 3). The candidate only ever runs
- * in a KERNEL PROCESS the judge forks: it closes fd 3 first thing, sees the
- * inputs read-only and the output through shared pages, and answers calls
- * the judge sends over a pipe. Nothing the kernel process writes is trusted:
- * the judge compares the shared output with its own reference, the shared
- * inputs with its master copy, and reads the kernel's status page only as
- * a reason to fail. The judge is not dumpable (the kernel process cannot
- * open /proc/<judge>/fd or read its memory) and the reference of a call is
- * computed only after the kernel process that made it exists (a fork copies
- * memory: what the judge knows before a fork, the kernel process knows too).
+ * The JUDGE (this program) owns the case list, the master copy of every
+ * input, the double-precision reference, the comparison, the clock and the
+ * report (fd 3). The candidate only ever runs in the KERNEL PROGRAM
+ * (kserve.c linked with the candidate's object, given by kope as fd 5), which
+ * the judge starts for each phase by fork + exec (kproc_exec): a neutral argv
+ * {"kernel"}, an empty environment, only the descriptors of kproto.h, and
+ * natively a seccomp allow-list installed before the exec, so what the
+ * candidate makes run before main (constructors, ifunc resolvers, a libc
+ * function it overrides) already runs under it and never in the judge. Under
+ * qemu-user (kr= given) the judge execs the host's qemu with the kernel
+ * program instead, and gives that qemu's icount plugin a key of its own
+ * ("icount_key PID HEX" on the report). The operands live in one memfd
+ * arena the kernel program maps at the judge's own addresses (inputs
+ * read-only, guard pages, outputs writable; the layout table is the arena's
+ * first pages), so h_args pointers mean the same in both programs. Nothing
+ * the kernel process writes is trusted: the judge compares the shared output
+ * with its own reference, the shared inputs with its master copy, and reads
+ * the kernel's status page only as a reason to fail. The judge is not
+ * dumpable (a kernel process cannot open /proc/<judge>/fd or read its
+ * memory). The trusted baselines run in the judge itself under emulation,
+ * natively in plain forks of it (kproc_main).
  *
  * Defences, each aimed at a known way candidates fool benchmarks:
  *   - outputs are filled with a NaN bit pattern before every call whose
@@ -47,12 +59,13 @@
  *   - inputs are regenerated with a new seed in the *same* buffers of the
  *     same kernel process and the result re-checked, after verification and
  *     again after timing (STATEFUL);
- *   - allocation inside the kernel is counted through -Wl,--wrap=malloc...
- *     and stopped at a cap (MEMORY_LIMIT);
- *   - faults are classified by address in a SIGSEGV handler on its own stack
- *     (a stack overflow still reports), the FP rounding mode is checked
- *     after every call;
- *   - natively, the kernel process runs under a seccomp allow-list.
+ *   - in the kernel program (kserve.c): allocation inside the kernel is
+ *     counted through -Wl,--wrap=malloc... and stopped at a cap
+ *     (MEMORY_LIMIT), RLIMIT_AS behind it; faults are classified by address
+ *     in a SIGSEGV handler on its own stack (a stack overflow still
+ *     reports); the FP rounding mode is checked after every call;
+ *   - natively, the kernel program runs under a seccomp allow-list from its
+ *     first instruction.
  */
 #define _GNU_SOURCE 1
 #include <errno.h>
