@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include <cmocka.h>
 
 #include "platform/k3/k3.h"
@@ -287,6 +288,82 @@ static void test_native_seccomp_before_main(void **state)
 #endif
 }
 
+/* The native path (execveat of the kernel program on fd 6, the allow-list
+ * installed before it, the arena mapped at the judge's addresses, the
+ * baselines in forks), which CI's x86_64 machine otherwise never runs: the
+ * embedded judge and kserve built for the host with its own cc (they are
+ * portable C but for the RVV parts), the judge run directly with a report
+ * on fd 3 and the kernel program on fd 5. The kernel's constructor tries
+ * openat, socket, execve, dup and a second execveat of fd 6, and checks its
+ * argv and environment: it computes right only if every one was refused
+ * and the start was neutral. Skipped where the host cannot link static
+ * programs or the test itself runs emulated. */
+static void test_native_path_on_host(void **state)
+{
+    (void)state;
+    const char *src = getenv("KOPE_SRC");
+    if (test_emulated() || !src) {
+        fprintf(stderr, "  skipped: %s\n", src ? "the test runs emulated" : "no $KOPE_SRC");
+        skip();
+    }
+    const char *dir = tpath("native");
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd,
+        "set -e; mkdir -p %s; cd %s; E=%s/platform/k3/embed; J=%s/platform/judge;\n"
+        "CC=\"${CC:-cc} -O1 -D_GNU_SOURCE -w -I$E -I$J -I%s/platform\"\n"
+        "printf 'int main(void){return 0;}' > t.c; $CC -static t.c -o t 2>/dev/null || exit 77\n"
+        "cp $J/ref.c .; $CC -c $E/harness.c -o h.o; $CC -c $J/ref.c -o r.o\n"
+        "$CC -DKOPE_BASE_OP=0 -DKOPE_BASE_NAME=kope_base_scalar -c $E/base.c -o b1.o\n"
+        "$CC -DKOPE_BASE_OP=0 -DKOPE_BASE_NAME=kope_base_autovec -c $E/base.c -o b2.o\n"
+        "$CC -c $E/blas.c -o bl.o; $CC -c $E/sleef.c -o sl.o\n"
+        "$CC -static h.o r.o b1.o b2.o bl.o sl.o -lm -o judge\n"
+        "cat > cand.c <<'EOF'\n"
+        "#include <errno.h>\n#include <fcntl.h>\n#include <string.h>\n#include <unistd.h>\n"
+        "#include <sys/socket.h>\n#include <sys/syscall.h>\n#include \"kernel_abi.h\"\n"
+        "static int ok;\n"
+        "__attribute__((constructor)) static void c(int argc, char **argv, char **envp) {\n"
+        "  char *av[] = {\"/bin/true\", 0}; int e = 0;\n"
+        "  if (syscall(SYS_openat, AT_FDCWD, \"/etc/passwd\", O_RDONLY) < 0 && errno == EPERM) e++;\n"
+        "  if (socket(AF_INET, SOCK_STREAM, 0) < 0 && errno == EPERM) e++;\n"
+        "  if (execve(\"/bin/true\", av, av + 1) < 0 && errno == EPERM) e++;\n"
+        "  if (dup(3) < 0 && errno == EPERM) e++;\n"
+        "  if (syscall(SYS_execveat, 6, \"\", av, av + 1, AT_EMPTY_PATH) < 0) e++;\n"
+        "  ok = e == 5 && argc == 1 && !strcmp(argv[0], \"kernel\") && !envp[0];\n}\n"
+        "void kope_kernel(size_t n, const float *x, const float *y, float *out, const struct kope_scalars *s)\n"
+        "{ (void)s; for (size_t i = 0; i < n; i++) out[i] = ok ? x[i] + y[i] : x[i] * y[i]; }\n"
+        "EOF\n"
+        "$CC -c $E/kserve.c -o k.o; $CC -c cand.c -o c.o\n"
+        "$CC -static -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc k.o c.o -lm -o kernel\n"
+        "A='op=add n=4096 rows=0 cols=0 m=0 k=0 batch=0 rtol=1e-6 atol=1e-6 seed=7'\n"
+        "./judge mode=verify $A 3>verify.report 5<kernel </dev/null || true\n"
+        "./judge mode=measure $A min_ms=2 max_rep=8 flags=4 3>measure.report 5<kernel </dev/null || true\n",
+        dir, dir, src, src, src);
+    int rc = system(cmd);
+    if (WIFEXITED(rc) && WEXITSTATUS(rc) == 77) {
+        fprintf(stderr, "  skipped: the host cc cannot link a static program\n");
+        skip();
+    }
+    assert_int_equal(rc, 0);
+    static char text[64 << 10];
+    for (int i = 0; i < 2; i++) {
+        const char *name = tpath("native/%s.report", i ? "measure" : "verify");
+        FILE *f = fopen(name, "rb");
+        assert_non_null(f);
+        size_t n = fread(text, 1, sizeof text - 1, f);
+        fclose(f);
+        text[n] = '\0';
+        fprintf(stderr, "  %s: %zu bytes%s\n", name, n, strstr(text, "\nfail ") ? " (fail)" : "");
+        assert_non_null(strstr(text, "seccomp(kernel process)=on("));
+        assert_null(strstr(text, "\nfail "));
+        assert_null(strstr(text, " 0 wrong_result "));
+        assert_non_null(strstr(text, "\ndone\n"));
+        if (i == 0)
+            assert_non_null(strstr(text, "\ncase task-reseeded 4096 1 4096 0 0 0 1 none"));
+        else
+            assert_non_null(strstr(text, "\ntime candidate "));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -295,6 +372,7 @@ int main(void)
         cmocka_unit_test(test_kernel_sees_neutral_start),
         cmocka_unit_test(test_judge_fds_and_memory_unreachable),
         cmocka_unit_test(test_native_seccomp_before_main),
+        cmocka_unit_test(test_native_path_on_host),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

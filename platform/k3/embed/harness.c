@@ -399,6 +399,9 @@ static int kernel_seccomp_install(pid_t self)
 #ifdef SYS_close_range
         ALLOW(SYS_close_range),
 #endif
+#ifdef SYS_arch_prctl
+        ALLOW(SYS_arch_prctl), /* x86_64 only: glibc sets the TLS base with it */
+#endif
         ALLOW(SYS_fstat), ALLOW(SYS_sched_yield),
 #ifdef SYS_newfstatat
         ALLOW(SYS_newfstatat),
