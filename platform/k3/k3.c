@@ -820,6 +820,21 @@ static int rt_base(struct platform *p, enum plat_op op)
  * hash), 1 when the reference is refused or does not build (out says why,
  * "reference" in its detail: core checks every reference on its own before a
  * run, so this is never a recorded candidate's fate), or PLAT_ERR_*. */
+/* The name of a user op's reference objects (rt/u<tag>/): a hash of its
+ * source and family. "" when the task has no reference. */
+static void user_tag(const struct plat_task *t, char tag[24])
+{
+    const struct plat_user_op *u = t->user;
+    tag[0] = '\0';
+    if (!u || !u->ref)
+        return;
+    uint64_t h = 1469598103934665603ull; /* FNV-1a: a name for the objects, not a check */
+    for (size_t i = 0; i < u->ref_len; i++)
+        h = (h ^ (unsigned char)u->ref[i]) * 1099511628211ull;
+    h = (h ^ (unsigned)t->family) * 1099511628211ull;
+    snprintf(tag, 24, "%016llx", (unsigned long long)h);
+}
+
 static int rt_user(struct platform *p, const struct plat_task *t, char tag[24],
                    struct plat_build *out)
 {
@@ -827,11 +842,7 @@ static int rt_user(struct platform *p, const struct plat_task *t, char tag[24],
     const struct plat_user_op *u = t->user;
     if (!u || !u->ref || (unsigned)t->family >= PLAT_FAM_COUNT)
         return plat_set_err(p, PLAT_ERR_BAD_TASK, "task %.64s: user op without its reference", t->name);
-    uint64_t h = 1469598103934665603ull; /* FNV-1a: a name for the objects, not a check */
-    for (size_t i = 0; i < u->ref_len; i++)
-        h = (h ^ (unsigned char)u->ref[i]) * 1099511628211ull;
-    h = (h ^ (unsigned)t->family) * 1099511628211ull;
-    snprintf(tag, 24, "%016llx", (unsigned long long)h);
+    user_tag(t, tag);
     char obj[64], src[K3_PATH_MAX + 64], path[K3_PATH_MAX + 64];
     snprintf(obj, sizeof obj, "user_%d.o", (int)t->family);
     snprintf(path, sizeof path, "%s/%s", k->rt, obj);
@@ -1074,24 +1085,36 @@ static int link_kernel(struct platform *p, const char *obj, const char *prog, co
     return run_tool(p, &c, diag, dl, res, rw_dir, 0);
 }
 
-/* The judge program for task t, into path (cap bytes): rt/judge_<op>,
- * linked once per op; a user op's into the candidate's dir. A judge that
- * defines kope_kernel (or any symbol a kernel program would need) is the
- * build's own bug and refused: the candidate is never linked here. */
+/* Where task t's judge program lives: rt/judge_<op>, or for a user op
+ * rt/u<tag>/judge next to its reference objects. Never in a build's own
+ * c<id>/, which a kernel process under qemu can write: the judge of a later
+ * run of that build would be the candidate's. */
+static void judge_path(const struct k3 *k, const struct plat_task *t, char *path, size_t cap)
+{
+    if (t->op == PLAT_OP_USER || (int)t->op < 0 || (int)t->op >= PLAT_OP_COUNT) {
+        char tag[24];
+        user_tag(t, tag);
+        snprintf(path, cap, "%s/u%s/judge", k->rt, tag);
+    } else {
+        snprintf(path, cap, "%s/judge_%d", k->rt, (int)t->op);
+    }
+}
+
+/* The judge program for task t, into path (cap bytes, judge_path): linked
+ * once per op (a user op's once per reference). A judge that has the name
+ * kope_kernel is the build's own bug and refused: the candidate is never
+ * linked here. */
 static int judge_get(struct platform *p, const struct plat_task *t, const char *utag,
-                     const char *dir, char *path, size_t cap)
+                     char *path, size_t cap)
 {
     struct k3 *k = p->priv;
     int user = t->op == PLAT_OP_USER || (int)t->op < 0 || (int)t->op >= PLAT_OP_COUNT;
-    if (user)
-        snprintf(path, cap, "%s/judge", dir);
-    else
-        snprintf(path, cap, "%s/judge_%d", k->rt, (int)t->op);
-    if (!user && (k->judge_built & (1u << t->op)))
+    judge_path(k, t, path, cap);
+    if (user ? file_exists(path) : (k->judge_built & (1u << t->op)) != 0)
         return 0;
     char diag[4096], err[200];
     struct proc_result res;
-    int rc = link_judge(p, t, utag, path, user ? dir : k->rt, &res, diag, sizeof diag);
+    int rc = link_judge(p, t, utag, path, k->rt, &res, diag, sizeof diag);
     if (rc)
         return rc;
     if (!tool_ok(&res)) {
@@ -1363,7 +1386,7 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
     }
     /* the judge program this build is run by (cached per op) */
     char judge[K3_PATH_MAX + 64];
-    rc = judge_get(p, t, utag, dir, judge, sizeof judge);
+    rc = judge_get(p, t, utag, judge, sizeof judge);
     if (rc)
         return rc;
     out->ok = 1;
@@ -1662,11 +1685,7 @@ static int harness_run(struct platform *p, const struct plat_task *t, const stru
     }
     /* the judge program (cached per op; a user op's in the build's dir) */
     char judge[K3_PATH_MAX + 64];
-    int user = t->op == PLAT_OP_USER || (int)t->op < 0 || (int)t->op >= PLAT_OP_COUNT;
-    if (user)
-        snprintf(judge, sizeof judge, "%s/judge", dir);
-    else
-        snprintf(judge, sizeof judge, "%s/judge_%d", k->rt, (int)t->op);
+    judge_path(k, t, judge, sizeof judge);
     proc_cmd_arg(&c, "%s", judge);
     proc_cmd_arg(&c, "mode=%s", mode);
     if (t->op == PLAT_OP_USER) { /* embed/harness.c: family, shape kind, input range */
@@ -1782,10 +1801,10 @@ static int harness_run(struct platform *p, const struct plat_task *t, const stru
         .exec_fd = 6,
         .rw_dir = dir,
     };
-    /* NULL-ended: the judge (when it lives in rt/), the plugin (measure) */
+    /* NULL-ended: the judge (in rt/, which the run does not otherwise see),
+     * the plugin (measure) */
     int n_ro = 0;
-    if (!user)
-        r.ro_paths[n_ro++] = judge;
+    r.ro_paths[n_ro++] = judge;
     if (k->plugin[0] && strcmp(mode, "measure") == 0)
         r.ro_paths[n_ro++] = k->plugin;
     int rc = proc_run(&r, &h->res, p->err, sizeof p->err);
