@@ -1737,7 +1737,10 @@ static int harness_run(struct platform *p, const struct plat_task *t, const stru
             close(keyfd);
         return plat_set_err(p, PLAT_ERR_WORKDIR, "cannot open %.300s: %.100s", b->path, strerror(errno));
     }
-    if (k->runner[0]) {
+    /* a qemu-user runner: the judge is its guest and execs it again for each
+     * kernel process; any other runner (a wrapper) runs a native judge */
+    int kqemu = k->runner[0] && strstr(k->runner, "qemu") != NULL;
+    if (kqemu) {
         char rexe[K3_PATH_MAX];
         if (cmd_path(k->runner, rexe, sizeof rexe) != 0) {
             close(rfd);
@@ -1797,7 +1800,7 @@ static int harness_run(struct platform *p, const struct plat_task *t, const stru
          * widens), natively only the kernel program's descriptor (6 in the
          * kernel process, kproto.h) */
         .flags = (s->flags & PLAT_SET_UNSAFE_NO_ISOLATION) ? 0u
-                 : PROC_ISOLATE | (k->runner[0] ? PROC_EXEC_ANY : PROC_EXEC_FD),
+                 : PROC_ISOLATE | (kqemu ? PROC_EXEC_ANY : PROC_EXEC_FD),
         .exec_fd = 6,
         .rw_dir = dir,
     };
