@@ -210,7 +210,9 @@ static void test_kernel_sees_neutral_start(void **state)
  * without the namespaces, where the host's /proc is there - only when the
  * tests do not run as root: root holds CAP_SYS_PTRACE, which
  * non-dumpability does not stop (and kope's namespaces take away). A kernel
- * that got either computes wrong. */
+ * that got either computes wrong. (Run as nobody with the judge's
+ * PR_SET_DUMPABLE taken out, the variant without namespaces fails: the
+ * kernel qemu opens the judge's fd 3.) */
 static void test_judge_fds_and_memory_unreachable(void **state)
 {
     (void)state;
