@@ -240,8 +240,10 @@ static unsigned char *arena_take(size_t bytes)
     return p;
 }
 
-/* Rewind to the table and status pages; the pages given back are read and
- * written again (zeroed, so no earlier operand lingers) */
+/* Rewind to the table and status pages; the pages given back are made
+ * readable and writable again and dropped (MADV_REMOVE; qemu-user ignores
+ * it, which costs only memory: every buffer is filled or poisoned before a
+ * call reads it) */
 static void arena_rewind(void)
 {
     if (g_arena_used > g_arena_floor) {
