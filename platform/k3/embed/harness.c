@@ -205,6 +205,9 @@ static void region_add(unsigned char *lo, size_t len, int kind)
 #define H_ARENA_BYTES ((size_t)1 << 30)
 #endif
 #define H_ARENA_HINT ((uintptr_t)0x200000000ull)
+#ifndef H_KERNEL_FSIZE
+#define H_KERNEL_FSIZE ((rlim_t)64 << 20) /* RLIMIT_FSIZE of a kernel process */
+#endif
 static unsigned char *g_arena;
 static int g_arena_fd = -1;
 static size_t g_arena_used, g_arena_floor; /* floor: the table and status pages */
@@ -943,6 +946,11 @@ static void kproc_exec(int cmd_rd, int done_wr, int key_rd)
     kfds_place(src);
     signal(SIGPIPE, SIG_DFL);
     prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    /* files: the 64 MiB a harness run had before the arena; the judge's own
+     * limit is 1 GiB only because the arena is a memfd it sizes (mapping it
+     * needs no file size) */
+    struct rlimit fl = {H_KERNEL_FSIZE, H_KERNEL_FSIZE};
+    setrlimit(RLIMIT_FSIZE, &fl);
     char *argv[] = {"kernel", NULL};
     char *envp[] = {NULL};
     if (native) {
