@@ -767,12 +767,8 @@ static int rt_build(struct platform *p)
     int rc = rt_includes_probe(p);
     if (!rc)
         rc = rt_compile(p, "harness.c", "harness.o", "-O2", NULL);
-    /* -mno-relax: kserve's call of kope_kernel stays auipc+jalr, as it was
-     * when the kernel was linked into the (large) judge: in the small kernel
-     * program the linker would relax it to one jal, and every kernel would
-     * count one instruction fewer than before the split */
     if (!rc)
-        rc = rt_compile(p, "kserve.c", "kserve.o", "-O2 -mno-relax", NULL);
+        rc = rt_compile(p, "kserve.c", "kserve.o", "-O2", NULL);
     if (!rc)
         rc = rt_compile(p, "ref.c", "ref.o", "-O2", NULL);
     if (!rc)

@@ -305,6 +305,10 @@ int main(void)
         close(KS_FD_ARENA);
     g_family = g_tab.family;
     g_stat->ready = 1;
-    serve(&k);
+    /* through a volatile pointer: the compiler must not see that k.fn is
+     * call_candidate and turn the load + indirect call into a direct one
+     * (one instruction fewer between the markers than the judge made) */
+    struct kserve *volatile kp = &k;
+    serve(kp);
     return 0;
 }
