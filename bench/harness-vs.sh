@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench/harness-vs.sh - this tree's per-candidate cost of the K3 target loop
-# (verify + measure of one trivial add, n = 4096, through the platform API;
-# bench/harness_cost.c) against older revisions, interleaved in one run so
+# (compile + verify + measure of one trivial add, n = 4096, through the
+# platform API; bench/harness_cost.c) against older revisions, interleaved in one run so
 # that every ratio compares runs made under the same machine load.
 #
 #   bash bench/harness-vs.sh [-r ROUNDS] [-n REPS] REV [REV ...]
@@ -63,10 +63,10 @@ for r in $(seq 1 "$rounds"); do
       { echo "harness-vs: $t failed:"; tail -3 "$W/out-$t"; exit 1; } >&2
     grep -q "(0 1) measure .* (0 1)" "$W/out-$t" || { echo "harness-vs: $t: a run did not pass" >&2; exit 1; }
     c=$(awk '/^verify/{print $10}' "$W/out-$t" | med)
-    w=$(awk '/^verify/{print $2 + $6}' "$W/out-$t" | med)
+    w=$(awk '/^verify/{print $2 + $6 + $13}' "$W/out-$t" | med)
     cpu[$r,$t]=$c
-    printf "round %d  %-8s verify+measure  cpu %6.1f ms  wall %6.1f ms  %s  load %s\n" "$r" "$t" "$c" "$w" \
-      "$(tail -1 "$W/out-$t" | awk '{print $NF}')" "$(cut -d' ' -f1 /proc/loadavg)"
+    printf "round %d  %-8s compile+verify+measure  cpu %6.1f ms  wall %6.1f ms  %s  load %s\n" "$r" "$t" "$c" "$w" \
+      "$(tail -1 "$W/out-$t" | awk '{print $11}')" "$(cut -d' ' -f1 /proc/loadavg)"
   done
 done
 for t in "${tags[@]:1}"; do

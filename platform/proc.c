@@ -216,7 +216,7 @@ static int fs_minimal(const struct proc_spec *r, const char **failed)
  * a guest under qemu-user that asks the host to exec anything else gets
  * EPERM). Returns 0, or -1 when the kernel (or an emulator running kope
  * itself) refuses filters. */
-static int seccomp_runner(const char *exe, int any_exec)
+static int seccomp_runner(const char *exe, int any_exec, int exec_fd)
 {
 #if defined(__linux__) && defined(SECCOMP_MODE_FILTER) && \
     (defined(__x86_64__) || defined(__aarch64__) || (defined(__riscv) && __riscv_xlen == 64))
@@ -251,7 +251,16 @@ static int seccomp_runner(const char *exe, int any_exec)
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
 #ifdef SYS_execveat
-        DENY(SYS_execveat),
+        /* execveat: only on exec_fd (>= 0: PROC_EXEC_FD) with AT_EMPTY_PATH
+         * (the program the descriptor holds, no path looked up) */
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_execveat, 0, 7),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, exec_fd >= 0 ? (uint32_t)exec_fd : 0xffffffffu, 0, 4),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[4])),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AT_EMPTY_PATH, 0, 2),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JA, 0, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
 #endif
         DENY(SYS_socket), DENY(SYS_socketpair), DENY(SYS_connect), DENY(SYS_bind),
         DENY(SYS_listen), DENY(SYS_accept), DENY(SYS_accept4), DENY(SYS_sendto),
@@ -280,6 +289,7 @@ static int seccomp_runner(const char *exe, int any_exec)
 #else
     (void)exe;
     (void)any_exec;
+    (void)exec_fd;
     errno = ENOSYS;
     return -1;
 #endif
@@ -322,18 +332,19 @@ static void child_exec(const struct proc_spec *r, int out_fd, int note_fd)
         dup2(devnull, 0);
         close(devnull);
     }
-    /* the output and note pipes away from 0..4 first, so that placing the
-     * report on fd 3 (and the key on fd 4) cannot clobber one of them (the
+    /* the output and note pipes away from 0..5 first, so that placing the
+     * report on fd 3 (the key on fd 4, a program on fd 5) cannot clobber one of them (the
      * copies are CLOEXEC) */
-    if (out_fd <= 4)
+    if (out_fd <= 5)
         out_fd = fcntl(out_fd, F_DUPFD_CLOEXEC, 10);
-    if (note_fd >= 0 && note_fd <= 4)
+    if (note_fd >= 0 && note_fd <= 5)
         note_fd = fcntl(note_fd, F_DUPFD_CLOEXEC, 10);
     if (out_fd < 0)
         _exit(127);
-    /* fd3 and fd4 through high copies: either source may be 3 or 4 itself */
+    /* fd3, fd4 and fd5 through high copies: a source may be 3, 4 or 5 itself */
     int src3 = r->fd3 > 2 ? fcntl(r->fd3, F_DUPFD_CLOEXEC, 10) : -1;
     int src4 = r->fd4 > 2 ? fcntl(r->fd4, F_DUPFD_CLOEXEC, 10) : -1;
+    int src5 = r->fd5 > 2 ? fcntl(r->fd5, F_DUPFD_CLOEXEC, 10) : -1;
     if (src3 >= 0) {
         dup2(src3, 3); /* dup2 clears FD_CLOEXEC on the copy */
         close(src3);
@@ -341,6 +352,10 @@ static void child_exec(const struct proc_spec *r, int out_fd, int note_fd)
     if (src4 >= 0) {
         dup2(src4, 4);
         close(src4);
+    }
+    if (src5 >= 0) {
+        dup2(src5, 5);
+        close(src5);
     }
     dup2(out_fd, 1);
     dup2(out_fd, 2);
@@ -379,6 +394,8 @@ static void child_exec(const struct proc_spec *r, int out_fd, int note_fd)
                     close(3);
                 if (r->fd4 > 2)
                     close(4);
+                if (r->fd5 > 2)
+                    close(5);
                 relay_exit(pid1);
             }
             prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -431,7 +448,8 @@ static void child_exec(const struct proc_spec *r, int out_fd, int note_fd)
         personality(ADDR_NO_RANDOMIZE);
     if (r->flags & PROC_ISOLATE) {
         caps_drop();
-        note_add(&note, seccomp_runner(exe, (r->flags & PROC_VIEW) != 0) == 0 ? "seccomp" : "NO-SECCOMP");
+        note_add(&note, seccomp_runner(exe, (r->flags & (PROC_VIEW | PROC_EXEC_ANY)) != 0,
+                                          (r->flags & PROC_EXEC_FD) ? r->exec_fd : -1) == 0 ? "seccomp" : "NO-SECCOMP");
         if (note_fd >= 0) {
             ssize_t w = write(note_fd, note.text, strlen(note.text));
             (void)w;

@@ -61,6 +61,11 @@
 
 #define PROC_VIEW 4       /* with PROC_ISOLATE: the root is view[] (+ ro_paths, rw_dir)
                             instead of the system directories; execve allowed inside */
+#define PROC_EXEC_ANY 8   /* with PROC_ISOLATE: execve of any path of the view is allowed
+                            (the K3 judge under qemu-user starts each kernel process by
+                            exec'ing the host's qemu); without it only argv[0]'s */
+#define PROC_EXEC_FD 16   /* with PROC_ISOLATE: execveat(exec_fd, "", ..., AT_EMPTY_PATH)
+                            is allowed (the native K3 judge exec'ing the kernel program) */
 
 #ifndef PROC_VIEW_MAX
 #define PROC_VIEW_MAX 64  /* paths in one view */
@@ -89,7 +94,9 @@ struct proc_spec {
     size_t out_len;
     int fd3;                  /* > 2: given to the child as its fd 3 (e.g. a report file) */
     int fd4;                  /* > 2: given to the child as its fd 4 (e.g. the icount key pipe) */
-    unsigned flags;           /* PROC_ISOLATE, PROC_REPEATABLE */
+    int fd5;                  /* > 2: given to the child as its fd 5 (e.g. the kernel program) */
+    int exec_fd;              /* PROC_EXEC_FD: the one descriptor number execveat may take */
+    unsigned flags;           /* PROC_ISOLATE, PROC_REPEATABLE, PROC_VIEW, PROC_EXEC_* */
     const char *rw_dir;       /* isolated: the one writable directory (absolute) */
     const char *ro_paths[PROC_RO_PATHS_MAX]; /* isolated: more read-only files/dirs, NULL-ended */
     const char *const *view;  /* PROC_VIEW: the root's read-only paths, NULL-ended (at most

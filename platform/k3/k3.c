@@ -96,6 +96,7 @@ static const struct { const char *from, *to; } rt_files[] = {
     {"platform/judge/verdict.h", "verdict.h"},    {"platform/judge/ref.c", "ref.c"},
     {"platform/k3/embed/base.c", "base.c"},       {"platform/k3/embed/blas.c", "blas.c"},
     {"platform/k3/embed/sleef.c", "sleef.c"},     {"platform/k3/embed/user.c", "user.c"},
+    {"platform/k3/embed/kserve.c", "kserve.c"},   {"platform/k3/embed/kproto.h", "kproto.h"},
 };
 
 /* ------------------------------------------------------------- helpers --- */
@@ -580,8 +581,7 @@ static void k3_close(struct platform *p)
         return;
     if (k->own_work && k->work[0])
         plat_workdir_remove(k->work, k->work_lock);
-    for (int i = 0; i < PLAT_OP_COUNT; i++)
-        null_ref_put(k->null_ref[i], 1);
+    null_ref_put(k->null_ref, 1);
     free(k->inc_direct);
     free(k->inc_closure);
     free(k->view);
@@ -802,6 +802,8 @@ static int rt_build(struct platform *p)
     if (!rc)
         rc = rt_compile(p, "harness.c", "harness.o", "-O2", NULL);
     if (!rc)
+        rc = rt_compile(p, "kserve.c", "kserve.o", "-O2", NULL);
+    if (!rc)
         rc = rt_compile(p, "ref.c", "ref.o", "-O2", NULL);
     if (!rc)
         rc = rt_compile(p, "null_kernel.c", "null_kernel.o", "-O2", NULL);
@@ -852,6 +854,21 @@ static int rt_base(struct platform *p, enum plat_op op)
  * hash), 1 when the reference is refused or does not build (out says why,
  * "reference" in its detail: core checks every reference on its own before a
  * run, so this is never a recorded candidate's fate), or PLAT_ERR_*. */
+/* The name of a user op's reference objects (rt/u<tag>/): a hash of its
+ * source and family. "" when the task has no reference. */
+static void user_tag(const struct plat_task *t, char tag[24])
+{
+    const struct plat_user_op *u = t->user;
+    tag[0] = '\0';
+    if (!u || !u->ref)
+        return;
+    uint64_t h = 1469598103934665603ull; /* FNV-1a: a name for the objects, not a check */
+    for (size_t i = 0; i < u->ref_len; i++)
+        h = (h ^ (unsigned char)u->ref[i]) * 1099511628211ull;
+    h = (h ^ (unsigned)t->family) * 1099511628211ull;
+    snprintf(tag, 24, "%016llx", (unsigned long long)h);
+}
+
 static int rt_user(struct platform *p, const struct plat_task *t, char tag[24],
                    struct plat_build *out)
 {
@@ -859,11 +876,7 @@ static int rt_user(struct platform *p, const struct plat_task *t, char tag[24],
     const struct plat_user_op *u = t->user;
     if (!u || !u->ref || (unsigned)t->family >= PLAT_FAM_COUNT)
         return plat_set_err(p, PLAT_ERR_BAD_TASK, "task %.64s: user op without its reference", t->name);
-    uint64_t h = 1469598103934665603ull; /* FNV-1a: a name for the objects, not a check */
-    for (size_t i = 0; i < u->ref_len; i++)
-        h = (h ^ (unsigned char)u->ref[i]) * 1099511628211ull;
-    h = (h ^ (unsigned)t->family) * 1099511628211ull;
-    snprintf(tag, 24, "%016llx", (unsigned long long)h);
+    user_tag(t, tag);
     char obj[64], src[K3_PATH_MAX + 64], path[K3_PATH_MAX + 64];
     snprintf(obj, sizeof obj, "user_%d.o", (int)t->family);
     snprintf(path, sizeof path, "%s/%s", k->rt, obj);
@@ -1035,13 +1048,14 @@ static int cand_screen_pp(struct platform *p, const char *file, const char *prot
     return 0;
 }
 
-/* Link a harness program: the judge's objects for task t (its op's
- * baselines, OpenBLAS and SLEEF where they are peers, a user op's reference
- * objects by utag) with obj as the kernel, into prog, in the compile sandbox
- * with rw_dir writable. 0 when the linker ran (res says how it ended). */
-static int link_program(struct platform *p, const struct plat_task *t, const char *utag,
-                        const char *obj, const char *prog, const char *rw_dir,
-                        struct proc_result *res, char *diag, size_t dl)
+/* Link the JUDGE program for task t: harness.c's judge, the reference, the
+ * op's baselines, OpenBLAS and SLEEF where they are peers, a user op's
+ * reference objects by utag - and no candidate code at all - into prog, in
+ * the compile sandbox with rw_dir writable. 0 when the linker ran (res says
+ * how it ended). */
+static int link_judge(struct platform *p, const struct plat_task *t, const char *utag,
+                      const char *prog, const char *rw_dir, struct proc_result *res, char *diag,
+                      size_t dl)
 {
     struct k3 *k = p->priv;
     struct proc_cmd c;
@@ -1049,9 +1063,7 @@ static int link_program(struct platform *p, const struct plat_task *t, const cha
     proc_cmd_split(&c, k->cc);
     proc_cmd_split(&c, k->native ? K3_NATIVE_MARCH : NULL);
     proc_cmd_split(&c, k->ldflags);
-    proc_cmd_split(&c, "-static -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc");
-    /* lld: a `#pragma comment(lib, PATH)` in the candidate must not make
-     * the linker open PATH (GNU ld reads no dependent libraries at all) */
+    proc_cmd_split(&c, "-static");
     proc_cmd_split(&c, k->ld_no_deplibs ? "-Wl,--no-dependent-libraries" : NULL);
     proc_cmd_arg(&c, "%s/harness.o", k->rt);
     proc_cmd_arg(&c, "%s/ref.o", k->rt);
@@ -1069,7 +1081,6 @@ static int link_program(struct platform *p, const struct plat_task *t, const cha
         proc_cmd_arg(&c, "%s/base_scalar_%d.o", k->rt, (int)t->op);
         proc_cmd_arg(&c, "%s/base_autovec_%d.o", k->rt, (int)t->op);
     }
-    proc_cmd_arg(&c, "%s", obj);
     if (blas) {
         proc_cmd_arg(&c, "-L%s/lib", k->blas_dir);
         proc_cmd_arg(&c, "-lopenblas");
@@ -1084,29 +1095,92 @@ static int link_program(struct platform *p, const struct plat_task *t, const cha
     return run_tool(p, &c, diag, dl, res, rw_dir, blas || sleef);
 }
 
-/* The reference k3_screen_program compares a linked program with: the same
- * link with rt/null_kernel.o as the kernel. Cached per op (the judge's
- * objects, OpenBLAS and SLEEF, with their own constructors, depend on the
- * op only); a user op's is linked per candidate into dir (*own set: the
- * caller frees it). NULL with p->err set when it cannot be had. */
-static int null_ref_get(struct platform *p, const struct plat_task *t, const char *utag,
-                        const char *dir, struct k3_prog_ref **out, int *own)
+/* Link the KERNEL program: kserve.o (the command loop, fault classes, the
+ * malloc count through --wrap, the icount markers) with obj as kope_kernel,
+ * and libc, into prog. 0 when the linker ran. */
+static int link_kernel(struct platform *p, const char *obj, const char *prog, const char *rw_dir,
+                       struct proc_result *res, char *diag, size_t dl)
 {
     struct k3 *k = p->priv;
-    *own = t->op == PLAT_OP_USER || (int)t->op < 0 || (int)t->op >= PLAT_OP_COUNT;
+    struct proc_cmd c;
+    proc_cmd_init(&c);
+    proc_cmd_split(&c, k->cc);
+    proc_cmd_split(&c, k->native ? K3_NATIVE_MARCH : NULL);
+    proc_cmd_split(&c, k->ldflags);
+    proc_cmd_split(&c, "-static -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc");
+    /* lld: a `#pragma comment(lib, PATH)` in the candidate must not make
+     * the linker open PATH (GNU ld reads no dependent libraries at all) */
+    proc_cmd_split(&c, k->ld_no_deplibs ? "-Wl,--no-dependent-libraries" : NULL);
+    proc_cmd_arg(&c, "%s/kserve.o", k->rt);
+    proc_cmd_arg(&c, "%s", obj);
+    proc_cmd_arg(&c, "-lm");
+    proc_cmd_arg(&c, "-o");
+    proc_cmd_arg(&c, "%s", prog);
+    return run_tool(p, &c, diag, dl, res, rw_dir, 0);
+}
+
+/* Where task t's judge program lives: rt/judge_<op>, or for a user op
+ * rt/u<tag>/judge next to its reference objects. Never in a build's own
+ * c<id>/, which a kernel process under qemu can write: the judge of a later
+ * run of that build would be the candidate's. */
+static void judge_path(const struct k3 *k, const struct plat_task *t, char *path, size_t cap)
+{
+    if (t->op == PLAT_OP_USER || (int)t->op < 0 || (int)t->op >= PLAT_OP_COUNT) {
+        char tag[24];
+        user_tag(t, tag);
+        snprintf(path, cap, "%s/u%s/judge", k->rt, tag);
+    } else {
+        snprintf(path, cap, "%s/judge_%d", k->rt, (int)t->op);
+    }
+}
+
+/* The judge program for task t, into path (cap bytes, judge_path): linked
+ * once per op (a user op's once per reference). A judge that has the name
+ * kope_kernel is the build's own bug and refused: the candidate is never
+ * linked here. */
+static int judge_get(struct platform *p, const struct plat_task *t, const char *utag,
+                     char *path, size_t cap)
+{
+    struct k3 *k = p->priv;
+    int user = t->op == PLAT_OP_USER || (int)t->op < 0 || (int)t->op >= PLAT_OP_COUNT;
+    judge_path(k, t, path, cap);
+    if (user ? file_exists(path) : (k->judge_built & (1u << t->op)) != 0)
+        return 0;
+    char diag[4096], err[200];
+    struct proc_result res;
+    int rc = link_judge(p, t, utag, path, k->rt, &res, diag, sizeof diag);
+    if (rc)
+        return rc;
+    if (!tool_ok(&res)) {
+        diag[strcspn(diag, "\n")] = '\0';
+        return plat_set_err(p, PLAT_ERR_HARNESS, "the judge program does not link: %.300s", diag);
+    }
+    rc = k3_program_defines(path, "kope_kernel", err, sizeof err);
+    if (rc < 0)
+        return plat_set_err(p, rc, "judge program: %.150s", err);
+    if (rc == 1)
+        return plat_set_err(p, PLAT_ERR_HARNESS, "the judge program defines kope_kernel");
+    if (!user)
+        k->judge_built |= 1u << t->op;
+    return 0;
+}
+
+/* The reference k3_screen_program compares a kernel program with: kserve.o
+ * linked with rt/null_kernel.o as the kernel, the same way. One for every
+ * op (the kernel program holds kserve and libc only). */
+static int null_ref_get(struct platform *p, struct k3_prog_ref **out)
+{
+    struct k3 *k = p->priv;
     *out = NULL;
-    if (!*own && k->null_ref[t->op]) {
-        *out = k->null_ref[t->op];
+    if (k->null_ref) {
+        *out = k->null_ref;
         return 0;
     }
     char prog[K3_PATH_MAX + 64], nobj[K3_PATH_MAX + 64], diag[4096], err[200];
     snprintf(nobj, sizeof nobj, "%s/null_kernel.o", k->rt);
-    if (*own)
-        snprintf(prog, sizeof prog, "%s/null_program", dir);
-    else
-        snprintf(prog, sizeof prog, "%s/null_program_%d", k->rt, (int)t->op);
+    snprintf(prog, sizeof prog, "%s/null_program", k->rt);
     struct proc_result res;
-    int rc = link_program(p, t, utag, nobj, prog, *own ? dir : k->rt, &res, diag, sizeof diag);
+    int rc = link_kernel(p, nobj, prog, k->rt, &res, diag, sizeof diag);
     if (rc)
         return rc;
     if (!tool_ok(&res)) {
@@ -1122,8 +1196,7 @@ static int null_ref_get(struct platform *p, const struct plat_task *t, const cha
         free(ref);
         return plat_set_err(p, rc, "null kernel program: %.150s", err);
     }
-    if (!*own)
-        k->null_ref[t->op] = ref;
+    k->null_ref = ref;
     *out = ref;
     return 0;
 }
@@ -1315,10 +1388,11 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
             return rc;
     }
 
-    /* link the harness program */
-    snprintf(out->path, sizeof out->path, "%s/harness", dir);
+    /* link the kernel program (kserve + the candidate); the judge program
+     * is linked once per op (judge_get), never with candidate code */
+    snprintf(out->path, sizeof out->path, "%s/kernel", dir);
     char link_diag[4096];
-    rc = link_program(p, t, utag, obj, out->path, dir, &res, link_diag, sizeof link_diag);
+    rc = link_kernel(p, obj, out->path, dir, &res, link_diag, sizeof link_diag);
     if (rc)
         return rc;
     if (!tool_ok(&res)) {
@@ -1334,18 +1408,17 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
         out->path[0] = '\0';
         goto out;
     }
-    /* gate 3: the linked program against the same link with a null kernel:
+    /* gate 3: the kernel program against the same link with a null kernel:
      * what runs outside main and the kernel call (init/fini arrays, .init,
-     * .fini, IRELATIVE resolvers, entry, TLS, interpreter) must be the
-     * judge's own, whatever the object check let through */
+     * .fini, IRELATIVE resolvers, entry, TLS, interpreter) must be kserve's
+     * and libc's own, whatever the object check let through. (The judge
+     * runs none of it either way: it is another program.) */
     if (screen) {
-        int own = 0;
         struct k3_prog_ref *ref = NULL;
-        rc = null_ref_get(p, t, utag, dir, &ref, &own);
+        rc = null_ref_get(p, &ref);
         if (rc)
             return rc;
         rc = k3_screen_program(out->path, obj, ref, &out->screen_rule, out->detail, sizeof out->detail);
-        null_ref_put(ref, own);
         if (rc < 0)
             return plat_set_err(p, rc, "program check: %.300s", out->detail);
         if (rc == 1) {
@@ -1355,6 +1428,11 @@ static int k3_compile(struct platform *p, const struct plat_task *t, const char 
             goto out;
         }
     }
+    /* the judge program this build is run by (cached per op) */
+    char judge[K3_PATH_MAX + 64];
+    rc = judge_get(p, t, utag, judge, sizeof judge);
+    if (rc)
+        return rc;
     out->ok = 1;
 out:
     out->compile_ms = proc_now_ms() - t0;
@@ -1463,6 +1541,10 @@ static int k3_object_export(struct platform *p, const struct plat_build *b, cons
 
 /* ------------------------------------------------------- harness runs --- */
 
+/* Kernel processes of one measure run that may hold a count (the candidate,
+ * its A/A repeat: a few; more is refused as a protocol error) */
+#define K3_KKEYS_MAX 8
+
 /* What a harness run produced, before it is turned into a result struct. */
 struct hrun {
     struct proc_result res;
@@ -1474,7 +1556,10 @@ struct hrun {
     long icount_pid[PLAT_MAX_BASELINES + 1]; /* the process the judge made each in */
     int icount_blocks;            /* counted blocks in the plugin's file */
     char icount_err[160];         /* why the plugin's file was refused, "" = fine */
-    unsigned char key[16];        /* the run's icount key (plugin keyfd=4): every block's mac */
+    unsigned char key[16];        /* the run's icount key (plugin keyfd=4): the judge's blocks */
+    int n_kkeys;                  /* kernel processes' keys the judge announced */
+    long kkey_pid[K3_KKEYS_MAX];  /* "icount_key PID HEX": that process's plugin key */
+    unsigned char kkey[K3_KKEYS_MAX][16];
     uint64_t mca_cycles[PLAT_MAX_BASELINES + 1]; /* per counted call, 0 = not modelled */
     char mca_why[200];            /* why a counted call has no cycles, "" = all have */
 };
@@ -1516,7 +1601,25 @@ static void icount_take(char *text, size_t len, struct hrun *h, struct k3 *k)
         /* every block must carry the run's tag: a guest can write the
          * plugin's file too (qemu-user), only the key tells them apart */
         size_t body = 0;
-        if (k3_icount_block_auth(p, bl, h->key, &body) != 0 || k3_icount_parse(p, body, &ic) != 0) {
+        long kpid = -1; /* the kernel process whose key authenticated the block */
+        int ok = k3_icount_block_auth(p, bl, h->key, &body) == 0;
+        if (!ok) {
+            /* a kernel process's block (its own qemu, its own key, which the
+             * judge announced): the pid it claims picks the key, and must be
+             * the pid inside what that key authenticates */
+            char save0 = p[bl];
+            p[bl] = '\0';
+            const char *pq = strstr(p, " pid ");
+            long claim = pq ? atol(pq + 5) : -1;
+            p[bl] = save0;
+            for (int i = 0; i < h->n_kkeys && !ok; i++)
+                if (h->kkey_pid[i] == claim && claim > 0 &&
+                    k3_icount_block_auth(p, bl, h->kkey[i], &body) == 0) {
+                    ok = 1;
+                    kpid = claim;
+                }
+        }
+        if (!ok || k3_icount_parse(p, body, &ic) != 0) {
             snprintf(h->icount_err, sizeof h->icount_err,
                      "a block of the plugin's file is not authenticated by the run's key");
             return;
@@ -1529,6 +1632,11 @@ static void icount_take(char *text, size_t len, struct hrun *h, struct k3 *k)
         int vcpus = vc ? atoi(vc + 7) : 1;
         long stray = st ? atol(st + 7) : 0, pid = pp ? atol(pp + 5) : -1, forks = fk ? atol(fk + 7) : -1;
         p[bl] = save;
+        if (kpid > 0 && pid != kpid) {
+            snprintf(h->icount_err, sizeof h->icount_err,
+                     "a kernel process's block names another pid than its key's");
+            return;
+        }
         /* the candidate's counted process must not have started another:
          * a forked helper can do the work where no region counts it (found
          * by the session-5 red team: 10,356 instructions claimed for 7e6 of
@@ -1641,7 +1749,10 @@ static int harness_run(struct platform *p, const struct plat_task *t, const stru
         proc_cmd_arg(&c, "-plugin");
         proc_cmd_arg(&c, "%s", plug);
     }
-    proc_cmd_arg(&c, "%s", b->path);
+    /* the judge program (cached per op; a user op's in the build's dir) */
+    char judge[K3_PATH_MAX + 64];
+    judge_path(k, t, judge, sizeof judge);
+    proc_cmd_arg(&c, "%s", judge);
     proc_cmd_arg(&c, "mode=%s", mode);
     if (t->op == PLAT_OP_USER) { /* embed/harness.c: family, shape kind, input range */
         proc_cmd_arg(&c, "op=user");
@@ -1680,8 +1791,51 @@ static int harness_run(struct platform *p, const struct plat_task *t, const stru
     if (strcmp(mode, "measure") == 0 && ((k->native && !k->runner[0]) || (s->flags & PLAT_SET_AA)))
         hf |= H_FLAG_AA;
     proc_cmd_arg(&c, "flags=%d", hf);
+    /* how the judge starts the kernel program: under a runner (qemu-user)
+     * by exec'ing the runner, one kr= per word (the first an absolute
+     * path), with the program's path and, in measure runs, the plugin's
+     * argument, to which the judge adds its own per-process key; natively
+     * by execveat on fd 5 */
+    int kfd = open(b->path, O_RDONLY | O_CLOEXEC);
+    if (kfd < 0) {
+        close(rfd);
+        if (keyfd >= 0)
+            close(keyfd);
+        return plat_set_err(p, PLAT_ERR_WORKDIR, "cannot open %.300s: %.100s", b->path, strerror(errno));
+    }
+    /* a qemu-user runner: the judge is its guest and execs it again for each
+     * kernel process; any other runner (a wrapper) runs a native judge */
+    int kqemu = k->runner[0] && strstr(k->runner, "qemu") != NULL;
+    if (kqemu) {
+        char rexe[K3_PATH_MAX];
+        if (cmd_path(k->runner, rexe, sizeof rexe) != 0) {
+            close(rfd);
+            close(kfd);
+            if (keyfd >= 0)
+                close(keyfd);
+            return plat_set_err(p, PLAT_ERR_NO_TOOLCHAIN, "runner '%.200s' not found in PATH", k->runner);
+        }
+        proc_cmd_arg(&c, "kr=%s", rexe);
+        const char *w = k->runner + strcspn(k->runner, " \t");
+        while (*w) {
+            w += strspn(w, " \t");
+            size_t wl = strcspn(w, " \t");
+            if (wl)
+                proc_cmd_arg(&c, "kr=%.*s", (int)wl, w);
+            w += wl;
+        }
+        proc_cmd_arg(&c, "kprog=%s", b->path);
+        if (keyfd >= 0) {
+            char kplug[K3_PATH_MAX * 2 + 128];
+            if (k3_icount_plugin_arg(k->plugin, icount_out, runner_vlen(k), s->dlen_bits, kplug,
+                                     sizeof kplug - 16) == 0)
+                /* the kernel's own qemu: its blocks too when llvm-mca models them */
+                proc_cmd_arg(&c, "kplugin=%s%s", kplug, k->mca_on ? ",blocks=1" : "");
+        }
+    }
     if (c.overflow) {
         close(rfd);
+        close(kfd);
         if (keyfd >= 0)
             close(keyfd);
         return plat_set_err(p, PLAT_ERR_INTERNAL, "harness command line too long");
@@ -1702,14 +1856,29 @@ static int harness_run(struct platform *p, const struct plat_task *t, const stru
     struct proc_spec r = {
         .argv = c.argv, .cwd = dir, .timeout_ms = timeout, .cpu_s = cpu_s,
         .mem_bytes = s->mem_limit_bytes ? s->mem_limit_bytes : K3_MEM_LIMIT,
-        .fsize_bytes = (uint64_t)64 << 20,
+        /* the operand arena is a memfd of 1 GiB (harness.c H_ARENA_BYTES):
+         * a file, so RLIMIT_FSIZE must allow it */
+        .fsize_bytes = (uint64_t)1 << 30,
         .output_cap = s->output_cap_bytes ? s->output_cap_bytes : K3_OUTPUT_CAP,
         .out = h->out, .out_len = sizeof h->out,
-        .fd3 = rfd, .fd4 = keyfd, .flags = (s->flags & PLAT_SET_UNSAFE_NO_ISOLATION) ? 0u : PROC_ISOLATE,
+        .fd3 = rfd, .fd4 = keyfd, .fd5 = kfd,
+        /* the judge execs: under a runner the host's emulator (any path of
+         * the minimal read-only root: docs/K3-HARNESS.md says what that
+         * widens), natively only the kernel program's descriptor (6 in the
+         * kernel process, kproto.h) */
+        .flags = (s->flags & PLAT_SET_UNSAFE_NO_ISOLATION) ? 0u
+                 : PROC_ISOLATE | (kqemu ? PROC_EXEC_ANY : PROC_EXEC_FD),
+        .exec_fd = 6,
         .rw_dir = dir,
-        .ro_paths = {k->plugin[0] && strcmp(mode, "measure") == 0 ? k->plugin : NULL},
     };
+    /* NULL-ended: the judge (in rt/, which the run does not otherwise see),
+     * the plugin (measure) */
+    int n_ro = 0;
+    r.ro_paths[n_ro++] = judge;
+    if (k->plugin[0] && strcmp(mode, "measure") == 0)
+        r.ro_paths[n_ro++] = k->plugin;
     int rc = proc_run(&r, &h->res, p->err, sizeof p->err);
+    close(kfd);
     if (keyfd >= 0)
         close(keyfd);
     if (rc) {
@@ -1739,6 +1908,26 @@ static int harness_run(struct platform *p, const struct plat_task *t, const stru
             break;
         }
         h->icount_pid[h->icount_expected++] = pid;
+    }
+    /* "icount_key PID HEX": the key the judge gave that kernel process's
+     * plugin (the judge holds no candidate code: its word is trusted) */
+    for (const char *q = text; (q = strstr(q, "icount_key ")); q++) {
+        if (q != text && q[-1] != '\n')
+            continue;
+        long pid = -1;
+        char hex[40];
+        if (sscanf(q, "icount_key %ld %39s", &pid, hex) != 2 || strlen(hex) != 32 ||
+            h->n_kkeys >= K3_KKEYS_MAX) {
+            snprintf(h->icount_err, sizeof h->icount_err, "the judge's icount keys do not parse");
+            break;
+        }
+        for (int i = 0; i < 16; i++) {
+            unsigned v = 0;
+            if (sscanf(hex + 2 * i, "%2x", &v) != 1)
+                v = 0;
+            h->kkey[h->n_kkeys][i] = (unsigned char)v;
+        }
+        h->kkey_pid[h->n_kkeys++] = pid;
     }
     h->reduced_shape = strstr(text, "\nreduced_shape\n") != NULL;
     plat_report_parse(text, &h->r);

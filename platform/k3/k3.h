@@ -62,9 +62,12 @@ struct k3 {
     char tool_extra[K3_PATH_MAX]; /* one more path for the next run_tool's view, "" = none */
     char compile_isolation[160]; /* what isolated the last compiler run */
     int ld_no_deplibs;        /* the linker takes --no-dependent-libraries (lld) */
-    struct k3_prog_ref *null_ref[PLAT_OP_COUNT]; /* per op: the program linked with a null
-                                   kernel (k3_screen_program's reference), NULL until the
-                                   op's first link; user ops link theirs per candidate */
+    struct k3_prog_ref *null_ref; /* the kernel program (kserve.o) linked with a null
+                                   kernel: k3_screen_program's reference, NULL until the
+                                   first candidate's link (one for every op) */
+    uint32_t judge_built;     /* bit per op: rt/judge_<op> linked and checked (the judge
+                                 program has no candidate code: linked once per op; a user
+                                 op's, whose reference is the user's file, per candidate) */
     struct k3_names *hdr_names; /* identifiers of the allowed headers (k3_names_load), NULL
                                    until the first preprocessed screen */
     /* The cost model (platform.k3.model, docs/COSTMODEL.md): vcost always;

@@ -1184,3 +1184,30 @@ out:
     file_unmap(b, len);
     return rc;
 }
+
+int k3_program_defines(const char *path, const char *name, char *err, size_t el)
+{
+    const unsigned char *b;
+    size_t len;
+    struct elf e;
+    err[0] = '\0';
+    int rc = prog_open(path, &b, &len, &e, err, el);
+    if (rc)
+        return rc;
+    int found = 0;
+    if (!e.symtab) {
+        snprintf(err, el, "%s has no symbol table", path);
+        found = PLAT_ERR_HARNESS;
+    }
+    for (size_t k = 1; found == 0 && k < e.nsym; k++) {
+        Elf64_Sym s;
+        const char *n;
+        elf_sym(&e, k, &s, &n);
+        /* a name at all, defined or not: the judge must not even ask for it */
+        if (strcmp(n, name) == 0)
+            found = 1;
+    }
+    elf_close(&e);
+    file_unmap(b, len);
+    return found;
+}

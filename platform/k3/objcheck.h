@@ -137,4 +137,10 @@ int k3_prog_ref_take(const char *path, struct k3_prog_ref *ref, char *err, size_
 int k3_screen_program(const char *path, const char *cand_obj, const struct k3_prog_ref *ref,
                       enum plat_screen_rule *rule, char *detail, size_t dl);
 
+/* Does the linked program at path have a symbol named name (defined or
+ * not)? 1 yes, 0 no, negative PLAT_ERR_* (err says why) when it cannot be
+ * read or has no symbol table. k3.c asks it of every judge program it links
+ * with "kope_kernel": the candidate is never linked into the judge. */
+int k3_program_defines(const char *path, const char *name, char *err, size_t el);
+
 #endif

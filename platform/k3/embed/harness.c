@@ -1,24 +1,36 @@
 /*
- * harness.c - the riscv64 program that checks and times one candidate kernel
- * (embedded in kope; compiled for the target and linked with the candidate,
- * ref.c, base.c twice and blas.c). kope's host side (platform/k3/k3.c) runs
- * it in an isolated child (platform/proc.c) and reads its report from fd 3.
+ * harness.c - the K3 JUDGE program: the riscv64 program that checks and
+ * times one candidate kernel, with NO candidate code in it (embedded in
+ * kope; compiled for the target and linked with ref.c, base.c twice,
+ * blas.c, sleef.c or a user op's user.c - once per op, not per candidate).
+ * kope's host side (platform/k3/k3.c) runs it in an isolated child
+ * (platform/proc.c) and reads its report from fd 3.
  *
  *   harness mode=verify|measure op=NAME n= rows= cols= m= k= batch=
  *           rtol= atol= seed= [min_ms= max_rep= max_work= flags=]
+ *           [kr=RUNNER-WORD ... kprog=PATH [kplugin=ARG]]
  *
- * Two processes: the JUDGE (this program's first process) owns the case
- * list, the master copy of every input, the double-precision reference, the
- * comparison, the clock and the report (fd 3). The candidate only ever runs
- * in a KERNEL PROCESS the judge forks: it closes fd 3 first thing, sees the
- * inputs read-only and the output through shared pages, and answers calls
- * the judge sends over a pipe. Nothing the kernel process writes is trusted:
- * the judge compares the shared output with its own reference, the shared
- * inputs with its master copy, and reads the kernel's status page only as
- * a reason to fail. The judge is not dumpable (the kernel process cannot
- * open /proc/<judge>/fd or read its memory) and the reference of a call is
- * computed only after the kernel process that made it exists (a fork copies
- * memory: what the judge knows before a fork, the kernel process knows too).
+ * The JUDGE (this program) owns the case list, the master copy of every
+ * input, the double-precision reference, the comparison, the clock and the
+ * report (fd 3). The candidate only ever runs in the KERNEL PROGRAM
+ * (kserve.c linked with the candidate's object, given by kope as fd 5), which
+ * the judge starts for each phase by fork + exec (kproc_exec): a neutral argv
+ * {"kernel"}, an empty environment, only the descriptors of kproto.h, and
+ * natively a seccomp allow-list installed before the exec, so what the
+ * candidate makes run before main (constructors, ifunc resolvers, a libc
+ * function it overrides) already runs under it and never in the judge. Under
+ * qemu-user (kr= given) the judge execs the host's qemu with the kernel
+ * program instead, and gives that qemu's icount plugin a key of its own
+ * ("icount_key PID HEX" on the report). The operands live in one memfd
+ * arena the kernel program maps at the judge's own addresses (inputs
+ * read-only, guard pages, outputs writable; the layout table is the arena's
+ * first pages), so h_args pointers mean the same in both programs. Nothing
+ * the kernel process writes is trusted: the judge compares the shared output
+ * with its own reference, the shared inputs with its master copy, and reads
+ * the kernel's status page only as a reason to fail. The judge is not
+ * dumpable (a kernel process cannot open /proc/<judge>/fd or read its
+ * memory). The trusted baselines run in the judge itself under emulation,
+ * natively in plain forks of it (kproc_main).
  *
  * Defences, each aimed at a known way candidates fool benchmarks:
  *   - outputs are filled with a NaN bit pattern before every call whose
@@ -47,12 +59,13 @@
  *   - inputs are regenerated with a new seed in the *same* buffers of the
  *     same kernel process and the result re-checked, after verification and
  *     again after timing (STATEFUL);
- *   - allocation inside the kernel is counted through -Wl,--wrap=malloc...
- *     and stopped at a cap (MEMORY_LIMIT);
- *   - faults are classified by address in a SIGSEGV handler on its own stack
- *     (a stack overflow still reports), the FP rounding mode is checked
- *     after every call;
- *   - natively, the kernel process runs under a seccomp allow-list.
+ *   - in the kernel program (kserve.c): allocation inside the kernel is
+ *     counted through -Wl,--wrap=malloc... and stopped at a cap
+ *     (MEMORY_LIMIT), RLIMIT_AS behind it; faults are classified by address
+ *     in a SIGSEGV handler on its own stack (a stack overflow still
+ *     reports); the FP rounding mode is checked after every call;
+ *   - natively, the kernel program runs under a seccomp allow-list from its
+ *     first instruction.
  */
 #define _GNU_SOURCE 1
 #include <errno.h>
@@ -67,6 +80,8 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -79,15 +94,14 @@
 #include <linux/seccomp.h>
 #endif
 
-#include "kernel_abi.h"
 #include "hargs.h"
+#include "kproto.h" /* the kernel program's descriptors, commands, status page, arena table */
 #include "verdict.h" /* case list, special values, per-element verdict: shared with host.cpp */
 
 #if defined(__riscv_vector)
 #include <riscv_vector.h>
 #endif
 
-void kope_kernel(void); /* real signature depends on the family; cast at call */
 void kope_icount_begin(int region);
 void kope_icount_end(int region);
 
@@ -120,14 +134,11 @@ static void fail_exit(const char *reason, int sig, const char *detail)
     _exit(H_EXIT_FAIL);
 }
 
-/* What a kernel process says about its own end: a code from this table in a
- * shared page. The judge turns it into a `fail` line with the table's own
- * text; a kernel process that forges it only chooses how it fails. */
-enum {
-    K_NONE = 0, K_MEMORY, K_OOB_WRITE, K_READ_PAST, K_INPUT_WRITE, K_SEGV, K_SIGNAL, K_FRM,
-    K_HARNESS, K_COUNT
-};
-static const char *const k_reason[K_COUNT][2] = {
+/* What a kernel process says about its own end: a code from kproto.h in
+ * the arena's status page. The judge turns it into a `fail` line with this
+ * table's own text; a kernel process that forges it only chooses how it
+ * fails. */
+static const char *const k_reason[KS_COUNT][2] = {
     {"harness", "kernel process ended without a reason"},
     {"memory_limit", "kernel allocated past the cap"},
     {"out_of_bounds_write", "wrote past the end of the output"},
@@ -137,13 +148,12 @@ static const char *const k_reason[K_COUNT][2] = {
     {"crash", "signal in the kernel"},
     {"stateful", "left the FP rounding mode changed"},
     {"harness", "fault in the harness's kernel process outside the call"},
+    {"crash", "the kernel program could not map its operands (a constructor in the way?)"},
 };
-struct k_status {
-    volatile int code, sig;
-    volatile int set; /* CMD_SETS: the operand set being run, for the detail only */
-};
-static struct k_status *g_kstat; /* MAP_SHARED page */
-static int g_is_kernel_proc;
+static struct ks_status *g_kstat; /* in the arena: shared with every kernel process */
+static int g_is_kernel_proc;      /* a baseline's forked process (trusted code) */
+static volatile int g_in_kernel;  /* never set in the judge program: a fault in a
+                                     baseline's process is the harness's */
 
 static void kernel_fail(int code, int sig)
 {
@@ -154,47 +164,16 @@ static void kernel_fail(int code, int sig)
     _exit(H_EXIT_FAIL);
 }
 
-/* ---------------------------------------------- memory wrap (in kernel) --- */
-
-static volatile int g_in_kernel;
-static size_t g_kernel_alloc;
-#ifndef H_KERNEL_ALLOC_CAP
-#define H_KERNEL_ALLOC_CAP ((size_t)64 << 20)
-#endif
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t m);
-void *__real_realloc(void *p, size_t n);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t n, size_t m);
-void *__wrap_realloc(void *p, size_t n);
-
-static void kernel_alloc_note(size_t n)
-{
-    if (!g_in_kernel)
-        return;
-    g_kernel_alloc += n;
-    if (n > H_KERNEL_ALLOC_CAP || g_kernel_alloc > H_KERNEL_ALLOC_CAP)
-        kernel_fail(K_MEMORY, 0);
-}
-
-void *__wrap_malloc(size_t n) { kernel_alloc_note(n); return __real_malloc(n); }
-void *__wrap_calloc(size_t n, size_t m)
-{
-    kernel_alloc_note(m && n > (size_t)-1 / m ? (size_t)-1 : n * m);
-    return __real_calloc(n, m);
-}
-void *__wrap_realloc(void *p, size_t n) { kernel_alloc_note(n); return __real_realloc(p, n); }
-
 /* ------------------------------------------------------ guarded buffers --- */
 
-enum { R_OUT_GUARD = 1, R_IN_GUARD, R_INPUT };
+enum { R_OUT_GUARD = KS_R_OUT_GUARD, R_IN_GUARD = KS_R_IN_GUARD, R_INPUT = KS_R_INPUT,
+       R_OUTPUT = KS_R_OUTPUT, R_TABLE = KS_R_TABLE, R_STATUS = KS_R_STATUS };
 
 struct region {
     unsigned char *lo, *hi;
     int kind;
 };
-#define MAX_REGIONS 256 /* every case of a verify run is mapped at once */
+#define MAX_REGIONS KS_MAX_REGIONS /* every case of a verify run is mapped at once */
 static struct region g_regions[MAX_REGIONS];
 static int g_n_regions;
 
@@ -213,6 +192,71 @@ static void region_add(unsigned char *lo, size_t len, int kind)
         g_regions[g_n_regions++] = (struct region){lo, lo + len, kind};
 }
 
+/* ------------------------------------------------------ operand arena --- */
+
+/* Every buffer a kernel process sees (inputs, outputs, their guard pages,
+ * the verify sets, the status page) is carved out of one memfd mapped
+ * MAP_SHARED at a fixed hint: the kernel program maps the same memfd at the
+ * same addresses (kserve.c), so the h_args pointers of the layout table
+ * (kproto.h, the arena's first pages) mean the same in both programs. A
+ * bump allocator; operands_free rewinds it. The memfd is a file: RLIMIT_FSIZE
+ * (set by kope) must allow H_ARENA_BYTES. */
+#ifndef H_ARENA_BYTES
+#define H_ARENA_BYTES ((size_t)1 << 30)
+#endif
+#define H_ARENA_HINT ((uintptr_t)0x200000000ull)
+#ifndef H_KERNEL_FSIZE
+#define H_KERNEL_FSIZE ((rlim_t)64 << 20) /* RLIMIT_FSIZE of a kernel process */
+#endif
+static unsigned char *g_arena;
+static int g_arena_fd = -1;
+static size_t g_arena_used, g_arena_floor; /* floor: the table and status pages */
+static int g_regions_floor;
+static struct ks_table *g_tab;
+
+static void arena_init(void)
+{
+    g_arena_fd = (int)syscall(SYS_memfd_create, "kope-operands", MFD_CLOEXEC);
+    if (g_arena_fd < 0 || ftruncate(g_arena_fd, (off_t)H_ARENA_BYTES) != 0)
+        fail_exit("harness", 0, "cannot make the operand memfd (RLIMIT_FSIZE?)");
+    void *m = mmap((void *)H_ARENA_HINT, H_ARENA_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
+                   g_arena_fd, 0);
+    if (m == MAP_FAILED)
+        fail_exit("harness", 0, "cannot map the operand arena (memory limit?)");
+    g_arena = m;
+    size_t tl = (sizeof(struct ks_table) + g_page - 1) / g_page * g_page;
+    g_tab = (struct ks_table *)g_arena;
+    g_kstat = (struct ks_status *)(g_arena + tl);
+    region_add(g_arena, tl, R_TABLE);
+    region_add(g_arena + tl, g_page, R_STATUS);
+    g_arena_used = g_arena_floor = tl + g_page;
+    g_regions_floor = g_n_regions;
+}
+
+/* pages bytes of the arena, or NULL when it is full */
+static unsigned char *arena_take(size_t bytes)
+{
+    if (bytes > H_ARENA_BYTES - g_arena_used)
+        return NULL;
+    unsigned char *p = g_arena + g_arena_used;
+    g_arena_used += bytes;
+    return p;
+}
+
+/* Rewind to the table and status pages; the pages given back are made
+ * readable and writable again and dropped (MADV_REMOVE; qemu-user ignores
+ * it, which costs only memory: every buffer is filled or poisoned before a
+ * call reads it) */
+static void arena_rewind(void)
+{
+    if (g_arena_used > g_arena_floor) {
+        mprotect(g_arena + g_arena_floor, g_arena_used - g_arena_floor, PROT_READ | PROT_WRITE);
+        madvise(g_arena + g_arena_floor, g_arena_used - g_arena_floor, MADV_REMOVE);
+    }
+    g_arena_used = g_arena_floor;
+    g_n_regions = g_regions_floor;
+}
+
 static int gbuf_alloc(struct gbuf *b, size_t bytes, int input)
 {
     /* outputs get one extra leading page of canary, so a write just before
@@ -224,25 +268,21 @@ static int gbuf_alloc(struct gbuf *b, size_t bytes, int input)
     b->map_len = b->data_len + g_page;
     /* shared: the judge fills inputs and reads outputs the kernel process
      * sees and writes (the judge never trusts them: master copy, reference) */
-    b->map = mmap(NULL, b->map_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (b->map == MAP_FAILED) {
-        b->map = NULL;
+    b->map = arena_take(b->map_len);
+    if (!b->map)
         return -1;
-    }
     if (mprotect(b->map + b->data_len, g_page, PROT_NONE))
         return -1;
     b->bytes = bytes;
     b->p = b->map + b->data_len - bytes;
     region_add(b->map + b->data_len, g_page, input ? R_IN_GUARD : R_OUT_GUARD);
-    if (input)
-        region_add(b->map, b->data_len, R_INPUT);
+    region_add(b->map, b->data_len, input ? R_INPUT : R_OUTPUT);
     return 0;
 }
 
+/* the arena is rewound as a whole (operands_free) */
 static void gbuf_free(struct gbuf *b)
 {
-    if (b->map)
-        munmap(b->map, b->map_len);
     memset(b, 0, sizeof *b);
 }
 
@@ -261,18 +301,18 @@ static void on_fault(int sig, siginfo_t *si, void *ctx)
     if (!g_is_kernel_proc)
         fail_exit("harness", sig, "fault in the judge");
     if (!g_in_kernel)
-        kernel_fail(K_HARNESS, sig);
+        kernel_fail(KS_HARNESS, sig);
     for (int i = 0; i < g_n_regions; i++) {
         if (addr >= g_regions[i].lo && addr < g_regions[i].hi) {
             if (g_regions[i].kind == R_OUT_GUARD)
-                kernel_fail(K_OOB_WRITE, sig);
+                kernel_fail(KS_OOB_WRITE, sig);
             if (g_regions[i].kind == R_IN_GUARD)
-                kernel_fail(K_READ_PAST, sig);
+                kernel_fail(KS_READ_PAST, sig);
             if (g_regions[i].kind == R_INPUT && sig == SIGSEGV)
-                kernel_fail(K_INPUT_WRITE, sig);
+                kernel_fail(KS_INPUT_WRITE, sig);
         }
     }
-    kernel_fail(sig == SIGSEGV ? K_SEGV : K_SIGNAL, sig);
+    kernel_fail(sig == SIGSEGV ? KS_SEGV : KS_SIGNAL, sig);
 }
 
 static void faults_install(void)
@@ -294,18 +334,25 @@ static void faults_install(void)
 
 /* ------------------------------------------------------------ seccomp --- */
 
-/* The kernel process, once set up, may only do what a call needs: memory
- * management, the call pipes, signals, exiting. Every other system call
- * (clone/fork, execve, openat, socket, connect, kill, ...) fails with EPERM
- * rather than killing the process, so a board whose libc needs one more call
- * degrades instead of failing every candidate. qemu-user refuses
- * PR_SET_SECCOMP (it would filter qemu itself): under emulation this is
- * "unavailable", and kope's filter on the qemu process (platform/proc.c)
- * plus the namespaces stand instead. */
-static const char *seccomp_install(void)
-{
+/* The kernel program's allow-list, installed natively in the forked child
+ * just before it execs the kernel program (kproc_exec), so the static
+ * loader, libc's start-up and whatever the candidate makes run before main
+ * already run under it. Allowed: read on the command pipe only, write on
+ * the answer pipe only, execveat only on KS_FD_PROG with AT_EMPTY_PATH (the
+ * one exec: that descriptor is close-on-exec, and nothing that could make
+ * another descriptor of that number - openat, dup*, fcntl, pipe, socket,
+ * memfd_create - is allowed), tgkill only on the process itself (raise),
+ * memory management, signals, exiting, the start-up calls of a static glibc
+ * (set_tid_address, set_robust_list, rseq, prlimit64, getrandom, futex,
+ * riscv_hwprobe), clocks, close, fstat. Everything else fails with EPERM
+ * rather than killing the process: a libc that probes one more call
+ * degrades instead of failing every candidate (its verdict is the same).
+ * qemu-user refuses PR_SET_SECCOMP (it would filter qemu itself): under
+ * emulation the kernel qemu runs under kope's runner filter and the
+ * namespaces only. */
 #if defined(__linux__) && defined(SECCOMP_MODE_FILTER) && \
     (defined(__riscv) || defined(__x86_64__) || defined(__aarch64__))
+#define H_HAVE_SECCOMP 1
 #if defined(__riscv)
 #define H_AUDIT_ARCH AUDIT_ARCH_RISCV64
 #elif defined(__x86_64__)
@@ -313,19 +360,53 @@ static const char *seccomp_install(void)
 #else
 #define H_AUDIT_ARCH AUDIT_ARCH_AARCH64
 #endif
+#endif
+
+static int kernel_seccomp_install(pid_t self)
+{
+#ifdef H_HAVE_SECCOMP
+#define LD_NR BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr))
+#define LD_ARG(i) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[i]))
 #define ALLOW(nr) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), \
                   BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+/* syscall nr with argument i equal to v: allowed, else EPERM (5 slots) */
+#define ALLOW_ARG(nr, i, v) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 4), LD_ARG(i), \
+                  BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)(v), 0, 1), \
+                  BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW), \
+                  BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM)
     struct sock_filter f[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, H_AUDIT_ARCH, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+        LD_NR,
+        /* execveat(KS_FD_PROG, "", argv, envp, AT_EMPTY_PATH) */
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_execveat, 0, 6), LD_ARG(0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, KS_FD_PROG, 0, 3), LD_ARG(4),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AT_EMPTY_PATH, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        ALLOW(SYS_read), ALLOW(SYS_write), ALLOW(SYS_mmap), ALLOW(SYS_munmap),
-        ALLOW(SYS_mprotect), ALLOW(SYS_brk), ALLOW(SYS_madvise), ALLOW(SYS_mremap),
-        ALLOW(SYS_exit), ALLOW(SYS_exit_group), ALLOW(SYS_rt_sigreturn),
-        ALLOW(SYS_rt_sigprocmask), ALLOW(SYS_rt_sigaction), ALLOW(SYS_clock_gettime),
-        ALLOW(SYS_gettimeofday), ALLOW(SYS_futex),
-        ALLOW(SYS_getpid), ALLOW(SYS_gettid), ALLOW(SYS_tgkill), ALLOW(SYS_close),
+        LD_NR, ALLOW_ARG(SYS_read, 0, KS_FD_CMD),
+        LD_NR, ALLOW_ARG(SYS_write, 0, KS_FD_DONE),
+        LD_NR, ALLOW_ARG(SYS_tgkill, 0, self),
+        LD_NR,
+        ALLOW(SYS_mmap), ALLOW(SYS_munmap), ALLOW(SYS_mprotect), ALLOW(SYS_brk),
+        ALLOW(SYS_madvise), ALLOW(SYS_mremap), ALLOW(SYS_exit), ALLOW(SYS_exit_group),
+        ALLOW(SYS_rt_sigreturn), ALLOW(SYS_rt_sigprocmask), ALLOW(SYS_rt_sigaction),
+        ALLOW(SYS_sigaltstack), ALLOW(SYS_set_tid_address), ALLOW(SYS_set_robust_list),
+#ifdef SYS_rseq
+        ALLOW(SYS_rseq),
+#endif
+#ifdef SYS_riscv_hwprobe
+        ALLOW(SYS_riscv_hwprobe),
+#endif
+        ALLOW(SYS_prlimit64), ALLOW(SYS_getrandom), ALLOW(SYS_futex), ALLOW(SYS_clock_gettime),
+        ALLOW(SYS_gettimeofday), ALLOW(SYS_getpid), ALLOW(SYS_gettid), ALLOW(SYS_close),
+#ifdef SYS_close_range
+        ALLOW(SYS_close_range),
+#endif
+#ifdef SYS_arch_prctl
+        ALLOW(SYS_arch_prctl), /* x86_64 only: glibc sets the TLS base with it */
+#endif
         ALLOW(SYS_fstat), ALLOW(SYS_sched_yield),
 #ifdef SYS_newfstatat
         ALLOW(SYS_newfstatat),
@@ -333,27 +414,30 @@ static const char *seccomp_install(void)
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
     };
 #undef ALLOW
+#undef ALLOW_ARG
+#undef LD_ARG
+#undef LD_NR
     struct sock_fprog prog = {(unsigned short)(sizeof f / sizeof f[0]), f};
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-        return "unavailable(no_new_privs)";
-    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
-        return errno == EINVAL ? "unavailable(qemu-user or kernel without seccomp)" : "unavailable";
-    return "on(allow-list, others EPERM)";
+        return -1;
+    return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0 ? 0 : -1;
 #else
-    return "unavailable(not built in)";
+    (void)self;
+    return -1;
 #endif
 }
 
 /* The label for the method line: what the kernel processes get. */
-static const char *seccomp_probe(void)
+static const char *seccomp_probe(int emulated)
 {
-#if defined(__linux__) && defined(SECCOMP_MODE_FILTER) && \
-    (defined(__riscv) || defined(__x86_64__) || defined(__aarch64__))
+    if (emulated)
+        return "unavailable(qemu-user: the kernel qemu runs under kope's runner filter)";
+#ifdef H_HAVE_SECCOMP
     /* SECCOMP_GET_ACTION_AVAIL answers without installing anything */
     uint32_t act = SECCOMP_RET_ERRNO;
     if (syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &act) == 0)
-        return "on(allow-list, others EPERM)";
-    return "unavailable(qemu-user or kernel without seccomp)";
+        return "on(allow-list before the exec, others EPERM)";
+    return "unavailable(kernel without seccomp)";
 #else
     return "unavailable(not built in)";
 #endif
@@ -527,7 +611,7 @@ static void operands_free(void)
         g_master[i] = NULL;
     }
     gbuf_free(&g_out);
-    g_n_regions = 0;
+    arena_rewind();
     ref_drop();
 }
 
@@ -703,56 +787,12 @@ static void out_poison(void)
         memcpy(g_out.p + 4 * i, &bits, 4);
 }
 
-/* The FP rounding mode is thread state the psABI preserves across calls: a
- * kernel that leaves it changed would skew everything computed after it in
- * its process, so it is blamed (STATEFUL) and frm restored. vxrm
- * (fixed-point rounding) is not preserved across calls and clang sets it
- * before every fixed-point intrinsic with an explicit mode (`csrwi vxrm`,
- * allowed by the object check): it is simply reset. */
-#if defined(__riscv)
-static unsigned long frm_read(void)
-{
-    unsigned long v;
-    __asm__ volatile("frrm %0" : "=r"(v));
-    return v;
-}
-static void csr_restore(unsigned long frm)
-{
-    __asm__ volatile("fsrm %0" : : "r"(frm));
-#if defined(__riscv_vector)
-    __asm__ volatile("csrwi vxrm, 0");
-#endif
-}
-#else
-static unsigned long frm_read(void) { return 0; }
-static void csr_restore(unsigned long frm) { (void)frm; }
-#endif
-
+/* The candidate is not in this program: this function only names it (a
+ * kproc whose fn is call_candidate is a kernel program, exec'd). It is
+ * never called; if it were, that is the harness's own bug. */
 static void call_candidate(void)
 {
-    unsigned long frm0 = frm_read();
-    struct h_args *a = &g_args;
-    struct kope_scalars s = {.alpha = a->alpha, .lo = a->lo, .hi = a->hi, .eps = a->eps};
-    void (*fn)(void) = kope_kernel;
-    g_in_kernel = 1;
-    switch (g_family) {
-    case 0:
-        ((kope_elementwise_fn *)fn)(a->n, a->x, a->y, a->out, &s);
-        break;
-    case 1:
-        ((kope_activation_fn *)fn)(a->rows, a->cols, a->x, a->out, a->gamma, a->beta, &s);
-        break;
-    case 2:
-        ((kope_reduction_fn *)fn)(a->rows, a->cols, a->x, a->out);
-        break;
-    default:
-        ((kope_matmul_fn *)fn)(a->batch, a->m, a->n, a->k, a->a, a->b, a->out);
-    }
-    g_in_kernel = 0;
-    unsigned long frm1 = frm_read();
-    csr_restore(frm0);
-    if (frm1 != frm0)
-        kernel_fail(K_FRM, 0);
+    fail_exit("harness", 0, "the candidate was called in the judge (it is not linked here)");
 }
 
 static void t_scalar(void) { kope_base_scalar(&g_args); }
@@ -763,21 +803,15 @@ static void t_sleef_m2(void) { h_sleef_run_m2(&g_args); }
 
 /* ----------------------------------------------------- kernel process --- */
 
-/* One kernel process at a time: forked by the judge after the operands are
- * mapped (so it shares them), it closes the report, protects the inputs,
- * and then serves commands from a pipe: CALL n (n calls of its function),
- * COUNT (one call between the icount markers), SETS n (one call on each of
- * the verify operand sets 0..n-1, each with its own poisoned output, checked
- * by the judge after the command: one round trip instead of n, which under
- * load costs a scheduling wait each), QUIT. It answers one byte per
- * command. Baselines run in kernel processes too, so every figure is taken
- * the same way. */
-enum { CMD_CALL = 1, CMD_COUNT, CMD_SETS, CMD_QUIT };
-struct cmd_msg {
-    int32_t kind, count, region, set; /* set: operand set to use, -1 = the current one;
-                                         CMD_SETS: region is the mask of sets to call */
-    float alpha, lo, hi, eps; /* the scalars change with every refill of the inputs */
-};
+/* One kernel process at a time. The candidate's is the KERNEL PROGRAM
+ * (kserve.c + the candidate's object), started by kproc_exec: fork, fixed
+ * descriptors, limits, natively the seccomp allow-list, exec. A baseline's
+ * (trusted code, natively) is a plain fork of the judge serving the same
+ * commands (kproc_main). Both serve CALL n (n calls), COUNT (one call
+ * between the icount markers), SETS (one call on each verify operand set of
+ * a mask, each with its own poisoned output, checked by the judge after the
+ * command: one round trip instead of n), QUIT, answering one byte each. */
+enum { CMD_CALL = KS_CMD_CALL, CMD_COUNT = KS_CMD_COUNT, CMD_SETS = KS_CMD_SETS, CMD_QUIT = KS_CMD_QUIT };
 
 static int g_cur_set = -1; /* verify: the set the judge selected for the next command */
 
@@ -793,14 +827,18 @@ struct kproc {
  * when timing is claimed (natively). Under emulation no time is claimed and
  * every call whose result or cost counts is checked (the counted one in a
  * fresh process), so the 256 KiB memset, ~1 ms per command under qemu, is
- * skipped there. */
+ * skipped there. kserve does it, told by the command's scrub field. */
 static int g_scrub;
-static __attribute__((noinline)) void stack_scrub(void)
-{
-    volatile unsigned char pad[256 * 1024];
-    memset((void *)pad, 0, sizeof pad);
-    __asm__ volatile("" : : "r"(pad) : "memory");
-}
+
+/* How the judge starts the kernel program (main's arguments, from kope):
+ * natively by execveat on KJ_FD_PROG; under qemu-user (kr= given) by
+ * exec'ing the host's emulator: g_krun is its argv prefix (qemu-riscv64
+ * -cpu ...), g_kprog the kernel program's path, g_kplugin the icount
+ * plugin's argument (measure runs), to which ",keyfd=7" is added. */
+#define H_KRUN_MAX 16
+static const char *g_krun[H_KRUN_MAX];
+static int g_n_krun;
+static const char *g_kprog, *g_kplugin;
 
 static void kproc_main(struct kproc *k, int cmd_rd, int done_wr)
 {
@@ -812,15 +850,11 @@ static void kproc_main(struct kproc *k, int cmd_rd, int done_wr)
     for (int s = 0; s < g_n_sets; s++)
         for (int i = 0; i < 4; i++)
             gbuf_protect(&g_sets[s].in[i], 1);
-    if (k->fn == call_candidate)
-        seccomp_install(); /* natively; under qemu-user it is refused */
     for (;;) {
-        struct cmd_msg m;
+        struct ks_cmd m;
         ssize_t r = read(cmd_rd, &m, sizeof m);
         if (r != (ssize_t)sizeof m || m.kind == CMD_QUIT)
             _exit(0);
-        if (g_scrub)
-            stack_scrub();
         if (m.set >= 0 && m.set < g_n_sets)
             g_args = g_sets[m.set].args;
         g_args.alpha = m.alpha;
@@ -835,13 +869,9 @@ static void kproc_main(struct kproc *k, int cmd_rd, int done_wr)
             for (int32_t i = 0; i < m.count && i < g_n_sets; i++) {
                 if (!((uint32_t)m.region & (1u << i)))
                     continue;
-                g_kstat->set = i;
-                if (g_scrub)
-                    stack_scrub();
-                g_args = g_sets[i].args; /* with the alpha of that set's fill */
+                g_args = g_sets[i].args;
                 k->fn();
             }
-            g_kstat->set = -1;
         } else {
             for (int32_t i = 0; i < m.count; i++)
                 k->fn();
@@ -852,12 +882,109 @@ static void kproc_main(struct kproc *k, int cmd_rd, int done_wr)
     }
 }
 
-/* A baseline (our code, never the candidate's) run by the judge itself:
- * under emulation a qemu-user fork and exit cost ~1-9 ms each (measured,
- * bench/harness), more than a baseline's calls; no time is claimed there,
- * and the baseline's counted calls land in the judge's own icount block,
- * which kope matches by the judge's pid. Natively baselines keep a process
- * of their own, so every time is taken the same way. */
+/* The layout table kserve maps its operands from: every region of the
+ * arena, the current operands and every verify set, written before each
+ * exec (a kernel process that wrote the shared table changed only what its
+ * own successors would have read). */
+static void table_write(void)
+{
+    memset(g_tab, 0, sizeof *g_tab);
+    g_tab->magic = KS_TABLE_MAGIC;
+    g_tab->base = (uint64_t)(uintptr_t)g_arena;
+    g_tab->used = g_arena_used;
+    g_tab->status = (uint64_t)(uintptr_t)g_kstat;
+    g_tab->family = g_family;
+    for (int i = 0; i < g_n_regions; i++) {
+        g_tab->region[i].addr = (uint64_t)(uintptr_t)g_regions[i].lo;
+        g_tab->region[i].len = (uint64_t)(g_regions[i].hi - g_regions[i].lo);
+        g_tab->region[i].kind = g_regions[i].kind;
+    }
+    g_tab->n_regions = g_n_regions;
+    g_tab->cur = g_args;
+    for (int i = 0; i < g_n_sets && i < KS_MAX_SETS; i++)
+        g_tab->sets[i] = g_sets[i].args;
+    g_tab->n_sets = g_n_sets;
+}
+
+/* Move each source descriptor to its kproto.h number and close every other
+ * one: first all to high copies (a source may sit on a target number),
+ * then into place, then everything from 8 up. */
+static void kfds_place(const int src[5])
+{
+    int hi[5];
+    for (int i = 0; i < 5; i++)
+        hi[i] = src[i] >= 0 ? fcntl(src[i], F_DUPFD, 32) : -1;
+    for (int i = 0; i < 5; i++) {
+        if (hi[i] >= 0)
+            dup2(hi[i], 3 + i);
+        else
+            close(3 + i);
+    }
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, 8u, ~0u, 0u) == 0)
+        return;
+#endif
+    for (int fd = 8; fd < 4096; fd++)
+        close(fd);
+}
+
+static void kproc_key_hex(const unsigned char key[16], char out[33])
+{
+    static const char hx[] = "0123456789abcdef";
+    for (int i = 0; i < 16; i++) {
+        out[2 * i] = hx[key[i] >> 4];
+        out[2 * i + 1] = hx[key[i] & 15];
+    }
+    out[32] = '\0';
+}
+
+/* In the forked child: never returns. */
+static void kproc_exec(int cmd_rd, int done_wr, int key_rd)
+{
+    int native = g_n_krun == 0;
+    int src[5] = {cmd_rd, done_wr, g_arena_fd, native ? KJ_FD_PROG : -1, key_rd};
+    kfds_place(src);
+    signal(SIGPIPE, SIG_DFL);
+    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    /* files: the 64 MiB a harness run had before the arena; the judge's own
+     * limit is 1 GiB only because the arena is a memfd it sizes (mapping it
+     * needs no file size) */
+    struct rlimit fl = {H_KERNEL_FSIZE, H_KERNEL_FSIZE};
+    setrlimit(RLIMIT_FSIZE, &fl);
+    char *argv[] = {"kernel", NULL};
+    char *envp[] = {NULL};
+    if (native) {
+        /* RLIMIT_AS: the allocation cap of last resort (a candidate can
+         * replace any function of its own program, the malloc wrap too):
+         * the operands, the program and its stack, the 64 MiB malloc cap */
+        struct rlimit rl = {g_arena_used + ((size_t)512 << 20), g_arena_used + ((size_t)512 << 20)};
+        setrlimit(RLIMIT_AS, &rl);
+        fcntl(KS_FD_PROG, F_SETFD, FD_CLOEXEC);
+        /* a kernel without seccomp: the method line says so (seccomp_probe) */
+        (void)kernel_seccomp_install(getpid());
+        syscall(SYS_execveat, KS_FD_PROG, "", argv, envp, AT_EMPTY_PATH);
+        _exit(127);
+    }
+    /* under qemu-user: the host's emulator with the same -cpu, the guest's
+     * argv[0] "kernel" (-0), the plugin with this process's own key */
+    char *qv[H_KRUN_MAX + 8];
+    char plug[1200];
+    int n = 0;
+    for (int i = 0; i < g_n_krun; i++)
+        qv[n++] = (char *)g_krun[i];
+    qv[n++] = "-0";
+    qv[n++] = "kernel";
+    if (g_kplugin && key_rd >= 0) {
+        snprintf(plug, sizeof plug, "%s,keyfd=%d", g_kplugin, KS_FD_KEY);
+        qv[n++] = "-plugin";
+        qv[n++] = plug;
+    }
+    qv[n++] = (char *)g_kprog;
+    qv[n] = NULL;
+    execve(qv[0], qv, envp);
+    _exit(127);
+}
+
 static void kproc_start_local(struct kproc *k, void (*fn)(void))
 {
     memset(k, 0, sizeof *k);
@@ -868,25 +995,47 @@ static void kproc_start_local(struct kproc *k, void (*fn)(void))
 
 static void kproc_start(struct kproc *k, void (*fn)(void))
 {
-    int c[2], d[2];
+    int c[2], d[2], key[2] = {-1, -1};
+    unsigned char kb[16];
+    int exec = fn == call_candidate;
     k->local = 0;
     ref_drop(); /* never in a kernel process's inherited memory */
     if (pipe2(c, O_CLOEXEC) || pipe2(d, O_CLOEXEC))
         fail_exit("harness", 0, "pipe");
-    g_kstat->code = K_NONE;
+    /* under qemu, a measure run: a fresh key for this kernel process's
+     * plugin, on a pipe it reads before the guest's first instruction */
+    if (exec && g_n_krun && g_kplugin) {
+        if (getrandom(kb, sizeof kb, 0) != (ssize_t)sizeof kb || pipe2(key, O_CLOEXEC) ||
+            write(key[1], kb, sizeof kb) != (ssize_t)sizeof kb)
+            fail_exit("harness", 0, "cannot make the kernel process's icount key");
+        close(key[1]);
+    }
+    g_kstat->code = KS_NONE;
     g_kstat->sig = 0;
     g_kstat->set = -1;
+    g_kstat->ready = 0;
     k->fn = fn;
+    if (exec)
+        table_write();
     pid_t pid = fork();
     if (pid < 0)
         fail_exit("harness", 0, "cannot fork the kernel process");
     if (pid == 0) {
+        if (exec)
+            kproc_exec(c[0], d[1], key[0]);
         close(c[1]);
         close(d[0]);
         kproc_main(k, c[0], d[1]);
     }
     close(c[0]);
     close(d[1]);
+    if (key[0] >= 0) {
+        char hex[33];
+        close(key[0]);
+        kproc_key_hex(kb, hex);
+        memset(kb, 0, sizeof kb);
+        report("icount_key %ld %s\n", (long)pid, hex);
+    }
     k->pid = pid;
     k->cmd_fd = c[1];
     k->done_fd = d[0];
@@ -924,7 +1073,7 @@ static void kproc_died(struct kproc *k)
     char d[160], where[64] = "";
     if (set >= 0 && set < g_n_sets && set < g_n_cases)
         snprintf(where, sizeof where, " (case %s)", g_cases[set].label);
-    if (WIFEXITED(st) && WEXITSTATUS(st) == H_EXIT_FAIL && code > 0 && code < K_COUNT) {
+    if (WIFEXITED(st) && WEXITSTATUS(st) == H_EXIT_FAIL && code > 0 && code < KS_COUNT) {
         snprintf(d, sizeof d, "%s%s", k_reason[code][1], where);
         fail_exit(k_reason[code][0], sig, d);
     }
@@ -932,7 +1081,12 @@ static void kproc_died(struct kproc *k)
         snprintf(d, sizeof d, "the kernel's process died of signal %d%s", WTERMSIG(st), where);
         fail_exit("crash", WTERMSIG(st), d);
     }
-    snprintf(d, sizeof d, "the kernel's process exited during a call%s", where);
+    /* 127: the exec failed (or the candidate's start-up said so: a crash
+     * either way, never the judge's word) */
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 127 && !g_kstat->ready)
+        snprintf(d, sizeof d, "the kernel program did not start (exit 127 before serving)%s", where);
+    else
+        snprintf(d, sizeof d, "the kernel's process exited during a call%s", where);
     fail_exit("crash", 0, d);
 }
 
@@ -941,7 +1095,8 @@ static void kproc_died(struct kproc *k)
 static double now_ns(void);
 static double kproc_cmd(struct kproc *k, int kind, int count, int region)
 {
-    struct cmd_msg m = {kind, count, region, g_cur_set, g_args.alpha, g_args.lo, g_args.hi, g_args.eps};
+    struct ks_cmd m = {kind, count, region, g_cur_set, g_args.alpha, g_args.lo, g_args.hi, g_args.eps,
+                       g_scrub, 0};
     if (k->local) {
         double t0 = now_ns();
         if (kind == CMD_COUNT) {
@@ -971,7 +1126,7 @@ static void kproc_stop(struct kproc *k)
 {
     if (k->local || k->pid <= 0)
         return;
-    struct cmd_msg m = {CMD_QUIT, 0, 0, -1, 0, 0, 0, 0};
+    struct ks_cmd m = {CMD_QUIT, 0, 0, -1, 0, 0, 0, 0, 0, 0};
     ssize_t w = write(k->cmd_fd, &m, sizeof m);
     (void)w;
     close(k->cmd_fd);
@@ -1585,9 +1740,23 @@ int main(int argc, char **argv)
     /* not dumpable: a kernel process (same uid) cannot open /proc/<judge>/fd,
      * /proc/<judge>/mem or ptrace the judge */
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    g_kstat = mmap(NULL, g_page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (g_kstat == MAP_FAILED)
-        return 2;
+    /* how to start the kernel program: natively on fd 5 (from kope, as is
+     * fd 3); under qemu-user the emulator's argv prefix (kr=, one argument
+     * each, in order), the program's path (kprog=) and, in measure runs,
+     * the plugin's argument (kplugin=) */
+    for (int i = 1; i < argc; i++) {
+        if (strncmp(argv[i], "kr=", 3) == 0 && g_n_krun < H_KRUN_MAX)
+            g_krun[g_n_krun++] = argv[i] + 3;
+        else if (strncmp(argv[i], "kr=", 3) == 0)
+            fail_exit("harness", 0, "too many kr= arguments");
+    }
+    g_kprog = arg(argc, argv, "kprog", NULL);
+    g_kplugin = arg(argc, argv, "kplugin", NULL);
+    if (g_n_krun ? !g_kprog || g_krun[0][0] != '/' : fcntl(KJ_FD_PROG, F_GETFD) < 0)
+        fail_exit("harness", 0, "no kernel program (fd 5, or kr= and kprog=)");
+    if (g_n_krun == 0)
+        fcntl(KJ_FD_PROG, F_SETFD, FD_CLOEXEC);
+    arena_init();
     g_op = -1;
     for (int i = 0; i < H_OP_COUNT; i++)
         if (strcmp(op_names[i], opname) == 0)
@@ -1663,10 +1832,11 @@ int main(int argc, char **argv)
     v8 = __riscv_vsetvlmax_e32m8();
 #endif
     report("method vl_e32m1=%zu vl_e32m8=%zu\n", v1, v8);
-    report("method verdict in a judge process; the candidate only in kernel processes\n");
+    report("method verdict in the judge program; the candidate only in the kernel program "
+           "(exec'd: argv {kernel}, empty environment, fixed descriptors)\n");
     /* kernel processes run with seccomp natively; said early, since kope
      * cuts the method lines from the end to fit its record */
-    report("method seccomp(kernel process)=%s\n", seccomp_probe());
+    report("method seccomp(kernel process)=%s\n", seccomp_probe(g_n_krun > 0));
 
     if (strcmp(mode, "verify") == 0) {
         case_add(task.label, task.n, task.rows, task.cols, task.m, task.k, task.batch);
