@@ -320,17 +320,17 @@ static const struct plat_baseline *baseline_named(const struct plat_measure *m, 
     return NULL;
 }
 
-/* OPEN (no defence yet). The candidate's dir c<id>/ is writable in every
- * harness run and lives from verify to measure, and the run's seed is
- * 0x6b6f7065 + id * 1000003: the verify run's kernel process recovers the
- * seed from its first inputs, replays the measure run's fill, writes the
- * answer to c<id>/kc, and the measure's counted call read()s it into the
- * output (host work, uncounted). Today: verified, measured, and counted at
- * 1/42 of autovec-O3 (7751 vs 328539 instructions at 64x16384). When the
- * defence lands (a run cannot leave files for the next; a seed the kernel
- * cannot predict), the cache misses, the kernel computes honestly with its
- * double loop and this assertion fails: turn it around then. */
-static void test_insider2_cache_across_runs_open(void **state)
+/* Caught (was open in session 8's first hours). The candidate's dir c<id>/
+ * was writable in every harness run and lived from verify to measure, and
+ * the run's seed was 0x6b6f7065 + id * 1000003: the verify run's kernel
+ * process recovered the seed from its first inputs, replayed the measure
+ * run's fill, wrote the answer to c<id>/kc, and the measure's counted call
+ * read()s it into the output (host work, uncounted): 1/42 of autovec-O3's
+ * count (7751 vs 328539 at 64x16384). Now each run writes only a fresh
+ * folder of its own, removed after it (k3.c harness_run), and the seed is
+ * derived from a per-session secret: the cache misses and the kernel's own
+ * double loop is what the count sees. */
+static void test_insider2_cache_across_runs(void **state)
 {
     (void)state;
     static char src[16384];
@@ -357,18 +357,20 @@ static void test_insider2_cache_across_runs_open(void **state)
      * autovec-O3 does (336389 vs 328539); reading the cache, ~40x less */
     const struct plat_baseline *av = baseline_named(&m, "autovec-O3");
     assert_non_null(av);
-    fprintf(stderr, "  OPEN: cache across runs: candidate icount %llu, autovec-O3 %llu\n",
+    fprintf(stderr, "  cache across runs: ok=%d candidate icount %llu, autovec-O3 %llu\n", m.ok,
             (unsigned long long)m.icount, (unsigned long long)av->icount);
-    assert_true(m.ok);
-    assert_true(m.icount > 0 && m.icount * 10 < av->icount);
+    if (m.ok && m.icount * 10 < av->icount)
+        fail_msg("the kernel's cache from the verify run fed the counted call: %llu instructions claimed",
+                 (unsigned long long)m.icount);
 }
 
-/* OPEN. The program kope checked is not the program it runs next: the
- * verify run's kernel process rewrites c<id>/harness (its cwd, writable),
- * patching the judge's own text; the measure run executes the patched judge
- * (its method says "verdict in a JUDGE process"). On the split branch the
- * same reaches a user op's judge (c<id>/judge) and every kernel program. */
-static void test_insider2_judge_rewritten_between_runs_open(void **state)
+/* Caught. The program kope checked was not the program it ran next: the
+ * verify run's kernel process rewrote c<id>/harness (its cwd, writable),
+ * patching the judge's own text; the measure run executed the patched
+ * judge (its method said "verdict in a JUDGE process"). Now the judge is a
+ * program in rt/ that no run can write, and a run's only writable folder is
+ * its own, removed after it; c<id>/ (the kernel program) is read-only. */
+static void test_insider2_judge_rewritten_between_runs(void **state)
 {
     (void)state;
     static char src[16384];
@@ -385,17 +387,17 @@ static void test_insider2_judge_rewritten_between_runs_open(void **state)
     assert_true(v.pass);
     assert_int_equal(platform_measure(P, &t, &b, &m), 0);
     platform_build_free(P, &b);
-    fprintf(stderr, "  OPEN: judge rewritten: method %.200s\n", m.method);
-    assert_non_null(strstr(m.method, "verdict in a JUDGE process"));
+    fprintf(stderr, "  judge rewrite: method %.200s\n", m.method);
+    assert_null(strstr(m.method, "verdict in a JUDGE process"));
 }
 
-/* OPEN. A symlink left at c<id>/measure.icount (the plugin's output path)
- * by the measure run's kernel: kope, on the host, follows it and reads the
- * host file it names as the plugin's counts (here a file of ours that says
- * "kope-icount": refused as not authenticated, so kope did read it; a FIFO
- * there hangs kope). With O_NOFOLLOW and a regular-file check the detail
- * would be that the plugin wrote no counts. */
-static void test_insider2_icount_symlink_followed_open(void **state)
+/* Caught. A symlink left where the plugin writes its counts by the measure
+ * run's kernel: kope, on the host, followed it and read the host file it
+ * named as the plugin's counts (here a file of ours that says "kope-icount":
+ * refused as not authenticated, so kope did read it; a FIFO there hung
+ * kope). Now kope opens the counts O_NOFOLLOW | O_NONBLOCK, a regular file
+ * only, in the run's own folder: the host file is never read. */
+static void test_insider2_icount_symlink_not_followed(void **state)
 {
     (void)state;
     static char red[16384], src[20000];
@@ -413,23 +415,22 @@ static void test_insider2_icount_symlink_followed_open(void **state)
     assert_true(b.ok);
     assert_int_equal(platform_measure(P, &t, &b, &m), 0);
     platform_build_free(P, &b);
-    fprintf(stderr, "  OPEN: icount symlink: ok=%d %s: %s\n", m.ok, plat_fail_name(m.reason), m.detail);
+    fprintf(stderr, "  icount symlink: ok=%d %s: %s\n", m.ok, plat_fail_name(m.reason), m.detail);
     if (!m.emulated)
         skip(); /* natively there is no plugin file */
     assert_false(m.ok);
-    assert_non_null(strstr(m.detail, "not authenticated"));
+    assert_null(strstr(m.detail, "not authenticated")); /* the host file was not read */
 }
 
-/* OPEN. gamma is drawn from [0.5, 1.5] (and beta from [-0.5, 0.5]) in every
- * case: an rmsnorm that uses |gamma| passes (real weights can be negative). */
-static void test_insider2_gamma_never_negative_open(void **state)
+/* Caught. gamma was drawn from [0.5, 1.5] in every case: an rmsnorm that
+ * used |gamma| passed (real weights can be negative). Now [-1.5, 1.5]. */
+static void test_insider2_negative_gamma(void **state)
 {
     (void)state;
     struct plat_build b;
     struct plat_verify v;
     verify_file(PLAT_OP_RMSNORM, "insider2-gamma-sign.c", &b, &v);
-    fprintf(stderr, "  OPEN: rmsnorm with |gamma| passes\n");
-    assert_true(v.pass);
+    assert_false(v.pass);
     platform_build_free(P, &b);
 }
 
@@ -442,10 +443,10 @@ int main(void)
         cmocka_unit_test(test_diag_injection_framed),
         cmocka_unit_test(test_insider2_kernel_comment_fenced),
         cmocka_unit_test(test_insider2_indirect_calls_refused),
-        cmocka_unit_test_setup_teardown(test_insider2_cache_across_runs_open, no_object_screen_on, no_object_screen_off),
-        cmocka_unit_test_setup_teardown(test_insider2_judge_rewritten_between_runs_open, no_object_screen_on, no_object_screen_off),
-        cmocka_unit_test_setup_teardown(test_insider2_icount_symlink_followed_open, no_object_screen_on, no_object_screen_off),
-        cmocka_unit_test(test_insider2_gamma_never_negative_open),
+        cmocka_unit_test_setup_teardown(test_insider2_cache_across_runs, no_object_screen_on, no_object_screen_off),
+        cmocka_unit_test_setup_teardown(test_insider2_judge_rewritten_between_runs, no_object_screen_on, no_object_screen_off),
+        cmocka_unit_test_setup_teardown(test_insider2_icount_symlink_not_followed, no_object_screen_on, no_object_screen_off),
+        cmocka_unit_test(test_insider2_negative_gamma),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -496,6 +496,8 @@ static int k3_open(struct platform *p)
         return plat_set_err(p, PLAT_ERR_NOMEM, "out of memory");
     toolview_init(k->view);
     k->work_lock = -1;
+    if (getrandom(&k->fill_key, sizeof k->fill_key, 0) != (ssize_t)sizeof k->fill_key)
+        k->fill_key = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
     struct utsname u;
     /* uname says riscv64 under qemu-user too (the riscv64 kope's own tests
      * run that way): only a real RISC-V kernel lists the harts' ISA in
@@ -1701,17 +1703,44 @@ static void icount_take(char *text, size_t len, struct hrun *h, struct k3 *k)
         h->r.has_icount = j > 0;
 }
 
-static int harness_run(struct platform *p, const struct plat_task *t, const struct plat_build *b,
-                       const char *mode, struct hrun *h)
+/* The plugin's counts, read from the run's folder: a regular file only,
+ * never through a link, never blocking on a FIFO (a run could leave either
+ * where the plugin writes). Returns the bytes read, -1 when it is not one. */
+static ssize_t counts_read(const char *path, char *buf, size_t cap)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat sb;
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return -2;
+    }
+    size_t got = 0;
+    for (;;) {
+        ssize_t r = read(fd, buf + got, cap - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+        if (got == cap)
+            break;
+    }
+    close(fd);
+    return (ssize_t)got;
+}
+
+static int harness_run_in(struct platform *p, const struct plat_task *t, const struct plat_build *b,
+                          const char *mode, struct hrun *h, const char *run)
 {
     struct k3 *k = p->priv;
     memset(h, 0, sizeof *h);
     char dir[256], report[K3_PATH_MAX + 64], icount_out[K3_PATH_MAX + 64];
     snprintf(dir, sizeof dir, "%s/c%llu", k->work, (unsigned long long)b->id);
     snprintf(report, sizeof report, "%s/%s.report", dir, mode);
-    snprintf(icount_out, sizeof icount_out, "%s/%s.icount", dir, mode);
+    snprintf(icount_out, sizeof icount_out, "%s/%s.icount", run, mode);
     unlink(report);
-    unlink(icount_out);
     /* the report: a file with no name once the run starts, given as fd 3 */
     int rfd = open(report, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (rfd < 0)
@@ -1773,7 +1802,11 @@ static int harness_run(struct platform *p, const struct plat_task *t, const stru
     proc_cmd_arg(&c, "batch=%llu", (unsigned long long)t->batch);
     proc_cmd_arg(&c, "rtol=%.17g", t->rtol);
     proc_cmd_arg(&c, "atol=%.17g", t->atol);
-    proc_cmd_arg(&c, "seed=%llu", (unsigned long long)(0x6b6f7065ull + b->id * 1000003ull));
+    /* the inputs' seed: the same for a candidate's verify and measure in
+     * this session, not one a kernel can work out from its id */
+    uint64_t seed = k->fill_key ^ (b->id * 0x9e3779b97f4a7c15ull);
+    seed = (seed ^ (seed >> 31)) * 0xbf58476d1ce4e5b9ull;
+    proc_cmd_arg(&c, "seed=%llu", (unsigned long long)((seed ^ (seed >> 29)) & 0xffffffffffffull));
     proc_cmd_arg(&c, "min_ms=%d", s->min_repeat_ms > 0 ? s->min_repeat_ms
                              : k->emulated ? K3_MIN_REPEAT_MS_EMULATED : K3_MIN_REPEAT_MS_NATIVE);
     proc_cmd_arg(&c, "max_rep=%d", s->max_repeats > 0 ? s->max_repeats : 1000);
@@ -1854,7 +1887,7 @@ static int harness_run(struct platform *p, const struct plat_task *t, const stru
     if (k->emulated && s->timeout_ms <= 0)
         timeout *= 4;
     struct proc_spec r = {
-        .argv = c.argv, .cwd = dir, .timeout_ms = timeout, .cpu_s = cpu_s,
+        .argv = c.argv, .cwd = run, .timeout_ms = timeout, .cpu_s = cpu_s,
         .mem_bytes = s->mem_limit_bytes ? s->mem_limit_bytes : K3_MEM_LIMIT,
         /* the operand arena is a memfd of 1 GiB (harness.c H_ARENA_BYTES):
          * a file, so RLIMIT_FSIZE must allow it */
@@ -1869,12 +1902,13 @@ static int harness_run(struct platform *p, const struct plat_task *t, const stru
         .flags = (s->flags & PLAT_SET_UNSAFE_NO_ISOLATION) ? 0u
                  : PROC_ISOLATE | (kqemu ? PROC_EXEC_ANY : PROC_EXEC_FD),
         .exec_fd = 6,
-        .rw_dir = dir,
+        .rw_dir = run,
     };
     /* NULL-ended: the judge (in rt/, which the run does not otherwise see),
      * the plugin (measure) */
     int n_ro = 0;
     r.ro_paths[n_ro++] = judge;
+    r.ro_paths[n_ro++] = b->path; /* the kernel program: qemu execs it by name */
     if (k->plugin[0] && strcmp(mode, "measure") == 0)
         r.ro_paths[n_ro++] = k->plugin;
     int rc = proc_run(&r, &h->res, p->err, sizeof p->err);
@@ -1934,12 +1968,14 @@ static int harness_run(struct platform *p, const struct plat_task *t, const stru
     /* counts come from the plugin's file only, never from the report */
     memset(h->r.icount, 0, sizeof h->r.icount);
     h->r.has_icount = 0;
-    FILE *f = k->emulated && k->plugin[0] && strcmp(mode, "measure") == 0 ? fopen(icount_out, "rb")
-                                                                       : NULL;
-    if (f) {
-        size_t m = fread(text, 1, K3_REPORT_MAX, f);
+    ssize_t got = k->emulated && k->plugin[0] && strcmp(mode, "measure") == 0
+                      ? counts_read(icount_out, text, K3_REPORT_MAX)
+                      : -1;
+    if (got == -2) {
+        snprintf(h->icount_err, sizeof h->icount_err, "the plugin's file is not a regular file");
+    } else if (got >= 0) {
+        size_t m = (size_t)got;
         text[m] = '\0';
-        fclose(f);
         if (m == K3_REPORT_MAX)
             snprintf(h->icount_err, sizeof h->icount_err, "the plugin's file is over %u bytes",
                      K3_REPORT_MAX);
@@ -1950,6 +1986,27 @@ static int harness_run(struct platform *p, const struct plat_task *t, const stru
     }
     free(text);
     return 0;
+}
+
+/* A folder of its own per run, the only one it may write, removed after:
+ * nothing a run leaves (a file for the next run to read, a replaced
+ * program, a FIFO or a link where kope reads the plugin's counts) reaches
+ * the next run or kope. The build's folder, with the kernel program, is
+ * read-only to the run (the insider red team's cache across runs and
+ * rewritten program). */
+static int harness_run(struct platform *p, const struct plat_task *t, const struct plat_build *b,
+                       const char *mode, struct hrun *h)
+{
+    struct k3 *k = p->priv;
+    char run[K3_PATH_MAX];
+    snprintf(run, sizeof run, "%s/c%llu/run%lu-%s", k->work, (unsigned long long)b->id, ++k->run_seq, mode);
+    if (mkdir(run, 0700) != 0) {
+        memset(h, 0, sizeof *h);
+        return plat_set_err(p, PLAT_ERR_WORKDIR, "cannot create %.300s: %.100s", run, strerror(errno));
+    }
+    int rc = harness_run_in(p, t, b, mode, h, run);
+    plat_workdir_remove(run, -1);
+    return rc;
 }
 
 /* The run's fate: the rule every target shares (platform/judge/report.h). */

@@ -74,6 +74,9 @@ struct k3 {
      * with mca:CPU and llvm-mca found, the plugin also records blocks and
      * each emulated outcome carries llvm-mca cycles beside vcost. */
     int mca_on;
+    uint64_t fill_key;        /* this session's secret: each candidate's input seed is derived from it
+                                 (never from the build id alone, which a kernel could guess) */
+    unsigned long run_seq;    /* harness runs so far: each gets a fresh folder of its own */
     char model[200];          /* the phrase every emulated outcome's method names */
     struct k3_mca mca;
 };

