@@ -6,6 +6,7 @@
 #   make ARCH=riscv64         cross-build for the K3 (clang-19, RVV 1.0)
 #   make ARCH=aarch64         cross-build for Kunpeng / Ascend hosts
 #   make test SANITIZER=address,undefined
+#   make install PREFIX=/opt/kope [DESTDIR=...]   kope and the K3 peers a board needs
 #
 # Options are make variables: ARCH, SANITIZER, CFLAGS (yours to change),
 # V=1 (echo commands). The flags the project needs live in FINAL_CFLAGS.
@@ -93,7 +94,7 @@ ifneq ($(V),1)
   Q := @
 endif
 
-.PHONY: all test bench demo deps deps-all host-tools clean distclean
+.PHONY: all test bench demo deps deps-all host-tools clean distclean install
 all: $(BUILD)/kope $(RV_DEPS)
 
 host-tools:
@@ -132,6 +133,24 @@ $(BUILD)/obj/platform/hostcheck.o: platform/hostcheck.c $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(FINAL_CFLAGS) $(HOSTCHECK_CFLAGS) -c $< -o $@
+
+# ---- install (issue 24): PREFIX is compiled into platform/k3/peers.c, the
+# first place after the settings where kope looks for its peers (then
+# beside the binary, then the build tree). The stamp holds the PREFIX the
+# object was built with, rewritten only when it changes, so `make install
+# PREFIX=x` rebuilds that one object and relinks.
+PREFIX    ?= /usr/local
+DESTDIR   ?=
+PREFIX_STAMP := $(BUILD)/prefix.stamp
+$(PREFIX_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(PREFIX)' | cmp -s - $@ || echo '$(PREFIX)' > $@
+$(BUILD)/obj/platform/k3/peers.o: $(PREFIX_STAMP)
+$(BUILD)/obj/platform/k3/peers.o: FINAL_CFLAGS += -DKOPE_PREFIX='"$(PREFIX)"'
+# the plugin goes where kernels run under qemu: not in a riscv64 install
+INSTALL_PLUGIN := $(if $(filter riscv64,$(ARCH) $(HOST_ARCH)),,$(BUILD)/libkope-icount.so)
+install: $(BUILD)/kope $(DEPS_DIR)/sysroot-riscv64/.stamp $(INSTALL_PLUGIN)
+	$(Q)bash cross/install.sh "$(DESTDIR)$(PREFIX)" $(BUILD)/kope $(DEPS_DIR)/sysroot-riscv64 $(INSTALL_PLUGIN)
 
 # Files the binary carries (templates, harness, knowledge): see platform/embed.h.
 $(BUILD)/gen/embed.c: $(EMBED_SRC) cross/embed.sh

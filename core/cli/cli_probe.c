@@ -20,6 +20,7 @@
 #include "core/err.h"
 #include "core/graph/graph.h"
 #include "core/util.h"
+#include "platform/k3/peers.h"
 #include "platform/platform.h"
 
 static void print_bytes(const char *label, uint64_t b)
@@ -57,7 +58,7 @@ static void probe_print_other(const struct plat_probe *r)
         printf("note       %s\n", r->note);
 }
 
-static void probe_print(const struct plat_probe *r)
+static void probe_print(const struct plat_probe *r, const struct plat_settings *s)
 {
     if (r->target[0]) { /* a target with its own fields (plat_probe.target) */
         probe_print_other(r);
@@ -90,6 +91,13 @@ static void probe_print(const struct plat_probe *r)
                    r->peak_gflops_all, r->triad_gbs, r->peak_gflops_all / r->triad_gbs);
     }
     printf("openblas   %s\n", r->openblas_ok ? "usable" : "not usable (missing, or its VLEN does not fit: see note)");
+    /* which peers, from where: the same lookup k3_open made (peers.h) */
+    struct k3_peers pe;
+    int want_plugin = !k3_host_native();
+    k3_peers_find(s->deps_sysroot, s->icount_plugin, want_plugin, &pe);
+    char peers[2048];
+    k3_peers_print(&pe, want_plugin, peers, sizeof peers);
+    fputs(peers, stdout);
     if (r->method[0])
         printf("method     %s\n", r->method);
     if (r->note[0])
@@ -220,6 +228,6 @@ int cli_probe(struct cli *c, int argc, char **argv)
         return CLI_FAIL;
     }
     platform_close(p);
-    probe_print(&r);
+    probe_print(&r, &s);
     return store ? probe_store(c, &r, target) : CLI_OK;
 }
