@@ -20,7 +20,6 @@
 #include "core/err.h"
 #include "core/graph/graph.h"
 #include "core/util.h"
-#include "platform/k3/peers.h"
 #include "platform/platform.h"
 
 static void print_bytes(const char *label, uint64_t b)
@@ -58,7 +57,7 @@ static void probe_print_other(const struct plat_probe *r)
         printf("note       %s\n", r->note);
 }
 
-static void probe_print(const struct plat_probe *r, const struct plat_settings *s)
+static void probe_print(const struct plat_probe *r, const char *target, const struct plat_settings *s)
 {
     if (r->target[0]) { /* a target with its own fields (plat_probe.target) */
         probe_print_other(r);
@@ -91,12 +90,9 @@ static void probe_print(const struct plat_probe *r, const struct plat_settings *
                    r->peak_gflops_all, r->triad_gbs, r->peak_gflops_all / r->triad_gbs);
     }
     printf("openblas   %s\n", r->openblas_ok ? "usable" : "not usable (missing, or its VLEN does not fit: see note)");
-    /* which peers, from where: the same lookup k3_open made (peers.h) */
-    struct k3_peers pe;
-    int want_plugin = !k3_host_native();
-    k3_peers_find(s->deps_sysroot, s->icount_plugin, want_plugin, &pe);
+    /* which peers, from where: the same lookup the open platform made */
     char peers[2048];
-    k3_peers_print(&pe, want_plugin, peers, sizeof peers);
+    platform_peers(target, s, peers, sizeof peers);
     fputs(peers, stdout);
     if (r->method[0])
         printf("method     %s\n", r->method);
@@ -228,6 +224,6 @@ int cli_probe(struct cli *c, int argc, char **argv)
         return CLI_FAIL;
     }
     platform_close(p);
-    probe_print(&r, &s);
+    probe_print(&r, target, &s);
     return store ? probe_store(c, &r, target) : CLI_OK;
 }

@@ -22,7 +22,6 @@
 #include "net/crypto.h"
 #include "net/http.h"
 #include "platform/hostcheck.h"
-#include "platform/k3/peers.h"
 #include "platform/platform.h"
 #include "store/store.h"
 
@@ -155,15 +154,14 @@ static int version_print(struct cli *c)
     printf("cjson %s\n", cJSON_Version());
     printf("openblas %s (linked into the K3 harness, not into kope)\n",
            KOPE_OPENBLAS[0] ? KOPE_OPENBLAS : "unknown: no riscv64 sysroot VERSIONS at build time");
-    /* the K3 peers this binary finds now, and where (platform/k3/peers.h) */
+    /* the configured target's peers this binary finds now, and where from
+     * (platform_ops.peers: a copied binary that lost them says so here) */
     struct plat_settings s;
-    cli_platform_settings_for(c, "k3", &s);
-    struct k3_peers pe;
-    int want_plugin = !k3_host_native();
-    k3_peers_find(s.deps_sysroot, s.icount_plugin, want_plugin, &pe);
+    const char *target = cli_platform_name(c, NULL);
+    cli_platform_settings_for(c, target, &s);
     char peers[2048];
-    k3_peers_print(&pe, want_plugin, peers, sizeof peers);
-    printf("prefix %s (compiled in)\n%s", k3_peers_prefix(), peers);
+    platform_peers(target, &s, peers, sizeof peers);
+    fputs(peers, stdout);
     if (!ok)
         printf("this CPU cannot run this build: %s\n", msg);
     return ok ? 0 : -1;

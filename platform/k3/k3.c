@@ -1832,4 +1832,5 @@ const struct platform_ops plat_k3_ops = {
     .rank = k3_rank,
     .space = k3_space, /* platform/k3/k3_templates.c */
     .prompt = &k3_prompt,
+    .peers = k3_peers_lines, /* platform/k3/peers.c */
 };

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "platform/k3/peers.h"
+#include "platform/platform.h"
 
 /* PREFIX at build time (the Makefile's install prefix); a build that was
  * never told one looks in the usual place */
@@ -233,4 +234,15 @@ int k3_host_native(void)
 {
     struct utsname u;
     return uname(&u) == 0 && strcmp(u.machine, "riscv64") == 0 && cpuinfo_is_riscv();
+}
+
+size_t k3_peers_lines(const struct plat_settings *s, char *buf, size_t cap)
+{
+    struct k3_peers pe;
+    int want_plugin = !k3_host_native();
+    k3_peers_find(s ? s->deps_sysroot : NULL, s ? s->icount_plugin : NULL, want_plugin, &pe);
+    int n = snprintf(buf, cap, "prefix %s (compiled in)\n", KOPE_PREFIX);
+    if (n < 0 || (size_t)n >= cap)
+        return cap ? strlen(buf) : 0;
+    return (size_t)n + k3_peers_print(&pe, want_plugin, buf + n, cap - (size_t)n);
 }

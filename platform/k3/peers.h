@@ -62,6 +62,12 @@ const char *k3_peers_prefix(void);
  * Returns the length written (cut at cap, which is ample at 2 KB). */
 size_t k3_peers_print(const struct k3_peers *pe, int want_plugin, char *buf, size_t cap);
 
+/* platform_ops.peers of the K3 target: finds the peers with s's settings
+ * (the plugin only off a real RISC-V machine) and prints, as
+ * k3_peers_print, after a "prefix PREFIX (compiled in)" line. */
+struct plat_settings;
+size_t k3_peers_lines(const struct plat_settings *s, char *buf, size_t cap);
+
 /* Is this a real RISC-V machine (candidates run directly, no qemu and so
  * no icount plugin)? uname says riscv64 under qemu-user too: only a real
  * RISC-V kernel lists the harts' ISA in /proc/cpuinfo. */
