@@ -41,6 +41,11 @@
 #endif
 #define PLAT_NOT_MEASURED "not measured: "
 #define PLAT_TO_MEASURE "; to measure: "
+#ifndef PLAT_METHOD_MAX
+/* plat_measure.method: kope's isolation phrase (< 640 bytes) and the judge's
+ * method lines (PLAT_REPORT_METHOD_MAX, platform/judge/report.h) fit whole */
+#define PLAT_METHOD_MAX 2048
+#endif
 #ifndef PLAT_DETAIL_MAX
 #define PLAT_DETAIL_MAX 256     /* one-line human explanation of a failure */
 #endif
@@ -385,7 +390,8 @@ struct plat_measure {
     double spread;            /* (p90 - p10) / median over the kept repeats */
     int repeats;              /* timed calls kept (first discarded) */
     int warmup;               /* untimed calls before */
-    char method[512];         /* how measured: timer, pinning, flush, repeat rule */
+    char method[PLAT_METHOD_MAX]; /* how measured: isolation, timer, pinning, flush,
+                                     repeat rule; whole items, never cut mid-sentence */
     /* Instruction counts from the qemu plugin, kernel call only (not start-up);
      * exactly repeatable for a fixed input. has_icount = 0 when no plugin. */
     int has_icount;
