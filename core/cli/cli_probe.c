@@ -196,7 +196,9 @@ int cli_probe(struct cli *c, int argc, char **argv)
         } else if (strncmp(argv[i], "--platform=", 11) == 0) {
             platform = argv[i] + 11;
         } else {
-            fprintf(stderr, "kope probe: unexpected argument '%s' (see `kope probe --help`)\n", argv[i]);
+            static const char *const valued[] = {"--platform", NULL};
+            if (!cli_missing_value("probe", argv[i], valued))
+                fprintf(stderr, "kope probe: unexpected argument '%s' (see `kope probe --help`)\n", argv[i]);
             return CLI_USAGE;
         }
     }
