@@ -165,8 +165,11 @@ $(PREFIX_STAMP): FORCE
 	@echo '$(PREFIX)' | cmp -s - $@ || echo '$(PREFIX)' > $@
 $(BUILD)/obj/platform/k3/peers.o: $(PREFIX_STAMP)
 $(BUILD)/obj/platform/k3/peers.o: FINAL_CFLAGS += -DKOPE_PREFIX='"$(PREFIX)"'
-# the plugin goes where kernels run under qemu: not in a riscv64 install
-INSTALL_PLUGIN := $(if $(filter riscv64,$(ARCH) $(HOST_ARCH)),,$(BUILD)/libkope-icount.so)
+# the plugin goes where kernels run under qemu, and it is built with the
+# host's compiler for the host's qemu: only in a native install off riscv64
+# (a riscv64 board runs kernels directly; a cross build's plugin is this
+# machine's, not its target's)
+INSTALL_PLUGIN := $(if $(filter riscv64,$(ARCH)),,$(if $(filter $(HOST_ARCH),$(ARCH)),$(BUILD)/libkope-icount.so))
 install: $(BUILD)/kope $(DEPS_DIR)/sysroot-riscv64/.stamp $(INSTALL_PLUGIN)
 	$(Q)bash cross/install.sh "$(DESTDIR)$(PREFIX)" $(BUILD)/kope $(DEPS_DIR)/sysroot-riscv64 $(INSTALL_PLUGIN)
 
