@@ -99,11 +99,18 @@ static void cands_default(struct cands *c, const char *leaf, int is_plugin)
         cand_add(c, K3_PEER_BUILD, "build/deps/", "", leaf);
 }
 
-static void set_abs(char *dst, const char *path)
+/* path made absolute into dst: 0, or -1 when it does not fit (a cut path
+ * would name another place: such a candidate is skipped, not shortened) */
+static int set_abs(char *dst, const char *path)
 {
     char *abs = realpath(path, NULL);
-    snprintf(dst, K3_PEER_PATH_MAX, "%s", abs ? abs : path);
+    int w = snprintf(dst, K3_PEER_PATH_MAX, "%s", abs ? abs : path);
     free(abs);
+    if (w < 0 || w >= K3_PEER_PATH_MAX) {
+        dst[0] = '\0';
+        return -1;
+    }
+    return 0;
 }
 
 static int sysroot_usable(const char *dir)
@@ -113,9 +120,10 @@ static int sysroot_usable(const char *dir)
     return is_file(lib);
 }
 
-static void sysroot_take(struct k3_peers *out, const char *dir, enum k3_peer_from from)
+static int sysroot_take(struct k3_peers *out, const char *dir, enum k3_peer_from from)
 {
-    set_abs(out->sysroot, dir);
+    if (set_abs(out->sysroot, dir))
+        return -1;
     out->sysroot_from = from;
     /* the deps recipe builds OpenBLAS for RISCV64_ZVL256B and keeps the
      * target-named archive next to libopenblas.a */
@@ -131,6 +139,7 @@ static void sysroot_take(struct k3_peers *out, const char *dir, enum k3_peer_fro
     /* cross/deps.sh builds SLEEF into the same riscv64 sysroot */
     snprintf(p, sizeof p, "%s/lib/libsleef.a", out->sysroot);
     out->sleef = is_file(p);
+    return 0;
 }
 
 void k3_peers_find(const char *sysroot_setting, const char *plugin_setting, int want_plugin,
@@ -139,9 +148,7 @@ void k3_peers_find(const char *sysroot_setting, const char *plugin_setting, int 
     memset(out, 0, sizeof *out);
     struct cands c = {0};
     if (sysroot_setting && *sysroot_setting) {
-        if (sysroot_usable(sysroot_setting))
-            sysroot_take(out, sysroot_setting, K3_PEER_SETTING);
-        else {
+        if (!sysroot_usable(sysroot_setting) || sysroot_take(out, sysroot_setting, K3_PEER_SETTING)) {
             snprintf(out->sysroot, sizeof out->sysroot, "%s", sysroot_setting);
             out->sysroot_from = K3_PEER_BAD_SETTING;
         }
@@ -149,15 +156,15 @@ void k3_peers_find(const char *sysroot_setting, const char *plugin_setting, int 
         cands_default(&c, K3_PEERS_SYSROOT, 0);
         for (int i = 0; i < c.n && !out->sysroot_from; i++)
             if (sysroot_usable(c.path[i]))
-                sysroot_take(out, c.path[i], c.from[i]);
+                (void)sysroot_take(out, c.path[i], c.from[i]); /* -1: too long, try the next */
     }
     if (!want_plugin)
         return;
     if (plugin_setting) { /* "" turns it off */
         if (!*plugin_setting) {
             out->plugin_from = K3_PEER_SETTING;
-        } else if (is_file(plugin_setting) && access(plugin_setting, R_OK) == 0) {
-            set_abs(out->plugin, plugin_setting);
+        } else if (is_file(plugin_setting) && access(plugin_setting, R_OK) == 0 &&
+                   set_abs(out->plugin, plugin_setting) == 0) {
             out->plugin_from = K3_PEER_SETTING;
         } else {
             out->plugin_from = K3_PEER_BAD_SETTING;
@@ -167,8 +174,7 @@ void k3_peers_find(const char *sysroot_setting, const char *plugin_setting, int 
     memset(&c, 0, sizeof c);
     cands_default(&c, K3_PEERS_PLUGIN, 1);
     for (int i = 0; i < c.n; i++)
-        if (is_file(c.path[i]) && access(c.path[i], R_OK) == 0) {
-            set_abs(out->plugin, c.path[i]);
+        if (is_file(c.path[i]) && access(c.path[i], R_OK) == 0 && set_abs(out->plugin, c.path[i]) == 0) {
             out->plugin_from = c.from[i];
             return;
         }
