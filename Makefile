@@ -6,6 +6,7 @@
 #   make ARCH=riscv64         cross-build for the K3 (clang-19, RVV 1.0)
 #   make ARCH=aarch64         cross-build for Kunpeng / Ascend hosts
 #   make test SANITIZER=address,undefined
+#   make install PREFIX=/opt/kope [DESTDIR=...]   kope and the K3 peers a board needs
 #
 # Options are make variables: ARCH, SANITIZER, CFLAGS (yours to change),
 # V=1 (echo commands). The flags the project needs live in FINAL_CFLAGS.
@@ -62,10 +63,28 @@ WARN      := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 FINAL_CFLAGS  = -std=c11 -D_GNU_SOURCE $(WARN) -MMD -MP -I. -isystem $(SYSROOT)/include \
                 -ffunction-sections -fdata-sections \
                 -DKOPE_ARCH=\"$(ARCH)\" -DKOPE_ISA=\"$(KOPE_ISA)\" $(CFLAGS)
-FINAL_LDFLAGS = -L$(SYSROOT)/lib -Wl,--gc-sections $(ARCH_LDFLAGS) $(LDFLAGS)
+FINAL_LDFLAGS = $(if $(SLIM),-L$(SLIM)) -L$(SYSROOT)/lib -Wl,--gc-sections $(ARCH_LDFLAGS) $(LDFLAGS)
 ifneq ($(SANITIZER),)
   FINAL_CFLAGS  += -fsanitize=$(SANITIZER) -fno-omit-frame-pointer -fno-sanitize-recover=all
   FINAL_LDFLAGS += -fsanitize=$(SANITIZER)
+else
+  # Size (issue 24, bench/footprint.sh): kope is C that never unwinds (no
+  # C++, no backtrace(), no pthread_cancel), so its own code carries no
+  # .eh_frame (-g keeps .debug_frame for debuggers). Sanitizer builds keep
+  # the tables: their runtimes may unwind through them.
+  FINAL_CFLAGS  += -fno-asynchronous-unwind-tables -fno-unwind-tables
+  # ... and links the static libraries' copies without theirs (SLIM below):
+  # SQLite, mbedTLS, curl and cJSON are C too; their .eh_frame was ~110 KB
+  # of the riscv64 binary.
+  SLIM    := $(BUILD)/slim
+endif
+ifeq ($(ARCH),riscv64)
+  # The board binary's PIE relocations as RELR (-z pack-relative-relocs,
+  # ~100 KB smaller stripped): needs glibc >= 2.36 on the board and a linker
+  # that knows it (lld; GNU ld >= 2.38). Left out where the linker refuses.
+  RELR_LDFLAGS := $(shell echo 'int main(void){return 0;}' | $(CC) -x c - $(ARCH_LDFLAGS) \
+                    -Wl,-z,pack-relative-relocs -o /dev/null 2>/dev/null && echo -Wl,-z,pack-relative-relocs)
+  FINAL_LDFLAGS += $(RELR_LDFLAGS)
 endif
 ifeq ($(WERROR),1)
   FINAL_CFLAGS += -Werror
@@ -93,7 +112,7 @@ ifneq ($(V),1)
   Q := @
 endif
 
-.PHONY: all test bench demo deps deps-all host-tools clean distclean
+.PHONY: all test bench demo deps deps-all host-tools clean distclean install
 all: $(BUILD)/kope $(RV_DEPS)
 
 host-tools:
@@ -133,16 +152,62 @@ $(BUILD)/obj/platform/hostcheck.o: platform/hostcheck.c $(DEPS_STAMP)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(FINAL_CFLAGS) $(HOSTCHECK_CFLAGS) -c $< -o $@
 
-# Files the binary carries (templates, harness, knowledge): see platform/embed.h.
-$(BUILD)/gen/embed.c: $(EMBED_SRC) cross/embed.sh
+# ---- install (issue 24): PREFIX is compiled into platform/k3/peers.c, the
+# first place after the settings where kope looks for its peers (then
+# beside the binary, then the build tree). The stamp holds the PREFIX the
+# object was built with, rewritten only when it changes, so `make install
+# PREFIX=x` rebuilds that one object and relinks.
+PREFIX    ?= /usr/local
+DESTDIR   ?=
+PREFIX_STAMP := $(BUILD)/prefix.stamp
+$(PREFIX_STAMP): FORCE
 	@mkdir -p $(dir $@)
-	$(Q)bash cross/embed.sh $@ $(EMBED_SRC)
+	@echo '$(PREFIX)' | cmp -s - $@ || echo '$(PREFIX)' > $@
+$(BUILD)/obj/platform/k3/peers.o: $(PREFIX_STAMP)
+$(BUILD)/obj/platform/k3/peers.o: FINAL_CFLAGS += -DKOPE_PREFIX='"$(PREFIX)"'
+# the plugin goes where kernels run under qemu, and it is built with the
+# host's compiler for the host's qemu: only in a native install off riscv64
+# (a riscv64 board runs kernels directly; a cross build's plugin is this
+# machine's, not its target's)
+INSTALL_PLUGIN := $(if $(filter riscv64,$(ARCH)),,$(if $(filter $(HOST_ARCH),$(ARCH)),$(BUILD)/libkope-icount.so))
+install: $(BUILD)/kope $(DEPS_DIR)/sysroot-riscv64/.stamp $(INSTALL_PLUGIN)
+	$(Q)bash cross/install.sh "$(DESTDIR)$(PREFIX)" $(BUILD)/kope $(DEPS_DIR)/sysroot-riscv64 $(INSTALL_PLUGIN)
+
+# Files the binary carries (templates, harness, knowledge, suites): see
+# platform/embed.h. One compressed blob (cross/embedz.c, a host program:
+# HOSTCC builds it for the machine running make, whatever ARCH).
+HOSTCC    ?= cc
+$(BUILD)/host/embedz: cross/embedz.c
+	@mkdir -p $(dir $@)
+	$(Q)$(HOSTCC) -O2 -std=c11 -Wall -Wextra $< -o $@
+$(BUILD)/gen/embed.c: $(EMBED_SRC) $(BUILD)/host/embedz
+	@mkdir -p $(dir $@)
+	$(Q)$(BUILD)/host/embedz $@ $(EMBED_SRC)
 $(BUILD)/obj/gen/embed.o: $(BUILD)/gen/embed.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(FINAL_CFLAGS) -c $< -o $@
 
-$(BUILD)/libkope.a: $(LIB_OBJ)
-	$(Q)rm -f $@ && ar rcs $@ $^
+# Cold modules (command-line parsing and help, suite files read once, the
+# Ascend target a K3 build carries but rarely runs) are compiled for size.
+COLD_OBJ  := $(filter $(BUILD)/obj/core/cli/% $(BUILD)/obj/core/task/% $(BUILD)/obj/platform/ascend/%,$(LIB_OBJ)) \
+             $(BUILD)/obj/core/cli/main.o
+ifeq ($(SANITIZER),)
+$(COLD_OBJ): FINAL_CFLAGS += -Os
+endif
+
+# The static libraries kope links, without .eh_frame (see SLIM above); the
+# link finds these first, the sysroot's for everything else.
+SLIM_LIBS := sqlite3 mbedtls mbedx509 mbedcrypto curl cjson
+OBJCOPY   ?= $(if $(shell command -v llvm-objcopy-19 2>/dev/null),llvm-objcopy-19,objcopy)
+SLIM_STAMP := $(if $(SLIM),$(SLIM)/.stamp)
+$(BUILD)/slim/.stamp: $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(Q)for l in $(SLIM_LIBS); do $(OBJCOPY) --remove-section=.eh_frame $(SYSROOT)/lib/lib$$l.a \
+	    $(dir $@)lib$$l.a || exit 1; done
+	@touch $@
+
+$(BUILD)/libkope.a: $(LIB_OBJ) $(SLIM_STAMP)
+	$(Q)rm -f $@ && ar rcs $@ $(LIB_OBJ)
 
 $(BUILD)/kope: $(BUILD)/obj/core/cli/main.o $(BUILD)/libkope.a
 	@echo "  LINK    $@"

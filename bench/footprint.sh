@@ -71,8 +71,11 @@ map_shares() { # ARCH
     /^ \.[^ ]+$/ { pending = $1; next }
     /^[ ]+0x[0-9a-f]+[ ]+0x[0-9a-f]+[ ]+[^ ]/ && pending != "" { if (!skip(pending)) s[lib($3)] += hex($2); pending = ""; next }
     { pending = "" }
-    END { for (k in s) t += s[k]; for (k in s) printf "    %-46s %8.1f KiB  %5.1f%%\n", k, s[k] / 1024, 100 * s[k] / t }
-  ' "$OUT/$a.map" | sort -k2 -rn
+    END { for (k in s) t += s[k]; for (k in s) printf "%d\t    %-46s %8.1f KiB  %5.1f%%\n", s[k], k, s[k] / 1024, 100 * s[k] / t }
+  ' "$OUT/$a.map" | sort -t "$(printf '\t')" -k1,1 -rn | cut -f2-
+  # the files kope carries, compressed (cross/embedz.c; part of own code)
+  sed -n 's/^const size_t embed_packed_len = \([0-9]*\), embed_unpacked_len = \([0-9]*\);/    of which embedded files: \2 bytes, \1 packed/p' \
+    "$B/$a/gen/embed.c" 2>/dev/null || true
 }
 
 strip_size() { # ARCH
@@ -110,7 +113,8 @@ for a in x86_64 riscv64 aarch64; do
   [ -x "$B/$a/kope" ] || { printf '\n== %s: not built (make ARCH=%s)\n' "$a" "$a"; continue; }
   size=$(strip_size "$a")
   target=""
-  [ "$a" = riscv64 ] && target=$( [ "$size" -le 2411724 ] && echo "  (target <= 2.3 MB: met)" || echo "  (target <= 2.3 MB: NOT met)" )
+  # 2.1 MB as this script prints sizes (MiB): 2202009 bytes
+  [ "$a" = riscv64 ] && target=$( [ "$size" -le 2202009 ] && echo "  (target <= 2.1 MB: met)" || echo "  (target <= 2.1 MB: NOT met)" )
   printf '\n== %s\nstripped binary  %.2f MB (%d bytes)%s\nshare of each library (allocated sections, from the link map):\n' \
     "$a" "$(echo "$size / 1048576" | bc -l)" "$size" "$target"
   map_shares "$a"

@@ -295,6 +295,14 @@ const struct plat_space *platform_space(const char *target, enum plat_op op)
     return t && t->space && (unsigned)op < PLAT_OP_COUNT ? t->space(op) : NULL;
 }
 
+size_t platform_peers(const char *target, const struct plat_settings *s, char *buf, size_t cap)
+{
+    const struct platform_ops *t = platform_find(target);
+    if (cap)
+        buf[0] = '\0';
+    return t && t->peers && cap ? t->peers(s, buf, cap) : 0;
+}
+
 const char *plat_setting_str(const struct platform *p, const char *key)
 {
     const struct plat_settings *s = &p->set;

@@ -41,6 +41,11 @@
 #endif
 #define PLAT_NOT_MEASURED "not measured: "
 #define PLAT_TO_MEASURE "; to measure: "
+#ifndef PLAT_METHOD_MAX
+/* plat_measure.method: kope's isolation phrase (< 640 bytes) and the judge's
+ * method lines (PLAT_REPORT_METHOD_MAX, platform/judge/report.h) fit whole */
+#define PLAT_METHOD_MAX 2048
+#endif
 #ifndef PLAT_DETAIL_MAX
 #define PLAT_DETAIL_MAX 256     /* one-line human explanation of a failure */
 #endif
@@ -396,7 +401,8 @@ struct plat_measure {
     double spread;            /* (p90 - p10) / median over the kept repeats */
     int repeats;              /* timed calls kept (first discarded) */
     int warmup;               /* untimed calls before */
-    char method[512];         /* how measured: timer, pinning, flush, repeat rule */
+    char method[PLAT_METHOD_MAX]; /* how measured: isolation, timer, pinning, flush,
+                                     repeat rule; whole items, never cut mid-sentence */
     /* Instruction counts from the qemu plugin, kernel call only (not start-up);
      * exactly repeatable for a fixed input. has_icount = 0 when no plugin. */
     int has_icount;
@@ -661,6 +667,14 @@ struct platform_ops {
     /* What an LLM is told to write for this target. Static. Optional: NULL
      * means the default target's (PLAT_DEFAULT_TARGET). */
     const struct plat_prompt *prompt;
+
+    /* Where the target's peers (baseline libraries, a measuring plugin) are
+     * found with settings s, and from where (a setting, the compiled-in
+     * prefix, beside the binary, the build tree): one "peer NAME ..." line
+     * each into buf (cut at cap), as `kope version` and `kope probe` print
+     * them. Static (version opens no platform). Returns the length written.
+     * Optional: NULL means the target has no peers to find. */
+    size_t (*peers)(const struct plat_settings *s, char *buf, size_t cap);
 };
 
 /* An open target. The ops table is static; priv belongs to the target. */
@@ -696,6 +710,10 @@ const struct plat_space *platform_space(const char *target, enum plat_op op);
 /* The prompt contract of target (platform_ops.prompt); the default
  * target's for an unknown target or one without its own. Never NULL. */
 const struct plat_prompt *platform_prompt(const char *target);
+
+/* target's peer lines (platform_ops.peers) into buf; "" (0) when the
+ * target is unknown or has none. */
+size_t platform_peers(const char *target, const struct plat_settings *s, char *buf, size_t cap);
 
 /* Open target `name` with settings s (NULL = defaults). *out is owned by the
  * caller; release with platform_close. On failure returns PLAT_ERR_* and

@@ -366,15 +366,21 @@ static void flush_one_good(const char *db, char *out, size_t cap)
     free(good);
 }
 
-/* A dead link: the call is queued and the tuner carries on. */
+/* A dead link: the call is queued and the tuner carries on. The run must
+ * not retry the link within its trials whatever the machine's speed (with
+ * the compiled-in 30 s backoff, trials slower than 30 s in all made a
+ * second queued call): the backoff is set to a day here, so "1 queued" is
+ * an event count, not a race with the clock. */
 static void test_link_down_queues(void **state)
 {
     (void)state;
     static char out[65536];
     llm_env(ts_closed_port());
+    setenv("KOPE_LLM_LINK_BACKOFF_MS", "86400000", 1);
     const char *db = tpath("down.db"), *suite = write_suite();
     test_store_init(db);
     int rc = run_cmd(out, sizeof out, "%s --db %s run --suite %s --budget 3", kope_bin(), db, suite);
+    unsetenv("KOPE_LLM_LINK_BACKOFF_MS");
     if (rc != 0)
         print_error("%s\n", out);
     assert_int_equal(rc, 0);
@@ -426,6 +432,35 @@ static void test_link_down_queues(void **state)
     assert_int_equal(rc, 1);
     rc = run_cmd(out, sizeof out, "%s --db %s queue bogus", kope_bin(), db);
     assert_int_equal(rc, 2);
+}
+
+/* The setting is what the run waits on: with a 1 ms backoff the link is
+ * retried at the next proposal (two or more "link down" lines in one run);
+ * with the compiled-in 30 s there would be one. No time is measured. */
+static void test_link_backoff_is_a_setting(void **state)
+{
+    (void)state;
+    static char out[65536];
+    llm_env(ts_closed_port());
+    setenv("KOPE_LLM_LINK_BACKOFF_MS", "1", 1);
+    const char *db = tpath("retry.db"), *suite = write_suite();
+    test_store_init(db);
+    int rc = run_cmd(out, sizeof out, "%s --db %s run --suite %s --budget 3", kope_bin(), db, suite);
+    unsetenv("KOPE_LLM_LINK_BACKOFF_MS");
+    if (rc != 0)
+        print_error("%s\n", out);
+    assert_int_equal(rc, 0);
+    int downs = 0;
+    for (const char *p = out; (p = strstr(p, "llm: link down")); p++)
+        downs++;
+    if (downs < 2)
+        fail_msg("the link was tried %d time(s) with a 1 ms backoff:\n%s", downs, out);
+    /* out of range: refused with the setting's name */
+    setenv("KOPE_LLM_LINK_BACKOFF_MS", "0", 1);
+    rc = run_cmd(out, sizeof out, "%s --db %s run --suite %s --budget 1", kope_bin(), db, suite);
+    unsetenv("KOPE_LLM_LINK_BACKOFF_MS");
+    assert_int_not_equal(rc, 0);
+    assert_non_null(strstr(out, "KOPE_LLM_LINK_BACKOFF_MS"));
 }
 
 /* ------------------------------------------------------ the kill test */
@@ -918,6 +953,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llm_loop),
         cmocka_unit_test(test_link_down_queues),
+        cmocka_unit_test(test_link_backoff_is_a_setting),
         cmocka_unit_test(test_queue_kill),
         cmocka_unit_test(test_run_starts_from_graph_best),
         cmocka_unit_test(test_context_is_what_run_sends),

@@ -256,7 +256,9 @@ static int run_block(const char *rel, char **lines, size_t first, size_t last, c
     fclose(f);
     if (failures || n_run == 0)
         return failures;
-    /* PATH: the scratch bin (kope) first; the rest of the caller's PATH for
+    /* 900 s per block: a bound on a hang, not on speed (120 s timed out the
+     * README's blocks on a machine at load 20, issue 24). PATH: the scratch
+     * bin (kope) first; the rest of the caller's PATH for
      * the tools the examples use (openssl, sed). */
     int rc = run_cmd(out, sizeof out,
                      "cd '%s' && env -u KOPE_DB -u KOPE_CONFIG -u KOPE_KEY "

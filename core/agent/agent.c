@@ -562,7 +562,7 @@ static int llm_open(struct run *r)
         run_say(r, "kope run: LLM not used: %s\n", err);
         r->llm = NULL;
     }
-    r->backoff_ms = AGENT_BACKOFF_MS;
+    r->backoff_ms = agent_backoff_first(r->o);
     return 0;
 }
 

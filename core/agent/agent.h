@@ -76,6 +76,8 @@ struct agent_opts {
     size_t ctx_budget;          /* prompt tokens; 0 = context default */
     const struct plat_settings *plat; /* NULL = defaults */
     const struct llm_settings *llm;   /* NULL, or no base_url = no LLM */
+    long link_backoff_ms;       /* first wait before retrying a dead LLM link (doubles up
+                                   to AGENT_BACKOFF_MAX_MS); 0 = AGENT_BACKOFF_MS */
     FILE *log;                  /* progress lines; NULL = silent */
     int tty;                    /* log is a terminal: draw a bar */
 };

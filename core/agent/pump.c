@@ -89,7 +89,7 @@ int queue_send(struct run *r, const struct store_queue_row *row)
         rc = store_queue_drop(r->g->st, row->qid);
         goto out;
     }
-    r->backoff_ms = AGENT_BACKOFF_MS;
+    r->backoff_ms = agent_backoff_first(r->o);
     r->link_retry_ms = 0;
     r->calls++;
     /* the endpoint's own count calibrates our estimate for it (core/context/tokens.h);

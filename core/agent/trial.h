@@ -62,6 +62,13 @@ struct run {
     size_t err_len;
 };
 
+/* A run's first wait before it retries a dead link: the setting
+ * (agent_opts.link_backoff_ms, llm.link_backoff_ms) or AGENT_BACKOFF_MS. */
+static inline long agent_backoff_first(const struct agent_opts *o)
+{
+    return o && o->link_backoff_ms > 0 ? o->link_backoff_ms : AGENT_BACKOFF_MS;
+}
+
 /* One candidate, whoever proposed it. */
 struct proposal {
     const char *proposer;       /* recorded as the decision's "proposer" */

@@ -79,6 +79,10 @@ int cli_kernel_host_check(const char *cmd);
  * given without one (the last word of the line), print "kope CMD: ARG needs
  * a value" and a hint, and return 1; else 0 (arg is something else). */
 int cli_missing_value(const char *cmd, const char *arg, const char *const *valued);
+/* Option opt's value s as a whole decimal integer in lo..hi into *out: 0,
+ * or 1 after saying on stderr what opt takes (never atoi's silent 0 or
+ * prefix: "3x", "", "99999999999" are refused). */
+int cli_int_arg(const char *cmd, const char *opt, const char *s, long lo, long hi, int *out);
 
 /* Commands (argv[0] is the command name). */
 int cli_init(struct cli *c, int argc, char **argv);

@@ -10,6 +10,7 @@
 #include <cJSON.h>
 
 #include "core/cli/cli.h"
+#include "core/suggest.h"
 #include "core/err.h"
 #include "core/graph/graph.h"
 #include "core/graph/sync.h"
@@ -137,7 +138,9 @@ static int do_export(struct cli *c, int argc, char **argv)
         else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
             outp = argv[++i];
         else {
-            fprintf(stderr, "kope graph export: unexpected argument '%s'\n", argv[i]);
+            static const char *const valued[] = {"--since", "-o", NULL};
+            if (!cli_missing_value("graph export", argv[i], valued))
+                fprintf(stderr, "kope graph export: unexpected argument '%s'\n", argv[i]);
             return CLI_USAGE;
         }
     }
@@ -246,6 +249,16 @@ int cli_graph(struct cli *c, int argc, char **argv)
         graph_usage(stdout);
         return CLI_OK;
     }
+    /* an option where a subcommand takes none (or a TASK/ID): named, not
+     * read as a task name or lumped in with "bad subcommand" */
+    static const char *const subs[] = {"stats", "show", "log", "dot", "vector", NULL};
+    for (int k = 0; subs[k]; k++)
+        for (int i = 2; i < argc && strcmp(sub, subs[k]) == 0; i++)
+            if (argv[i][0] == '-' && argv[i][1]) {
+                fprintf(stderr, "kope graph %s: unknown option '%s'\n", sub, argv[i]);
+                cli_hint("`kope graph --help` lists each subcommand's arguments");
+                return CLI_USAGE;
+            }
     if (strcmp(sub, "stats") == 0 && argc == 2)
         return do_stats(c);
     if (strcmp(sub, "show") == 0 && argc == 3)
@@ -266,6 +279,21 @@ int cli_graph(struct cli *c, int argc, char **argv)
         return do_import(c, argv[2]);
     if (strcmp(sub, "vector") == 0 && argc == 2)
         return do_vector(c);
-    fprintf(stderr, "kope graph: bad subcommand or arguments: '%s' (see `kope graph --help`)\n", sub);
+    static const char *const all[] = {"stats", "show", "log", "dot", "export", "import", "vector", NULL};
+    int known = 0;
+    for (int k = 0; all[k]; k++)
+        known |= strcmp(sub, all[k]) == 0;
+    if (known) /* a known subcommand with the wrong number of arguments */
+        fprintf(stderr, "kope graph %s: wrong arguments\n", sub);
+    else {
+        struct suggest near;
+        suggest_init(&near, sub);
+        for (int k = 0; all[k]; k++)
+            suggest_add(&near, all[k]);
+        const char *dym = suggest_best(&near);
+        fprintf(stderr, "kope graph: unknown subcommand '%s'%s%s%s\n", sub,
+                dym ? " (did you mean '" : "", dym ? dym : "", dym ? "'?)" : "");
+    }
+    cli_hint("`kope graph --help` lists each subcommand's arguments");
     return CLI_USAGE;
 }

@@ -55,6 +55,21 @@ int cli_missing_value(const char *cmd, const char *arg, const char *const *value
     return 0;
 }
 
+int cli_int_arg(const char *cmd, const char *opt, const char *s, long lo, long hi, int *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = s && *s ? strtol(s, &end, 10) : 0;
+    if (!s || !*s || errno || !end || *end || v < lo || v > hi) {
+        fprintf(stderr, "kope %s: %s takes an integer from %ld to %ld, not '%s'\n", cmd, opt, lo, hi,
+                s ? s : "");
+        cli_hint("kope %s %s N (see `kope %s --help`)", cmd, opt, cmd);
+        return 1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
 void cli_hint(const char *fmt, ...)
 {
     va_list ap;

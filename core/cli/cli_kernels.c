@@ -344,8 +344,12 @@ static const char *kx_evidence(const struct kx *k)
     return metric && strcmp(metric, "vcost") == 0 ? "emulated-vcost" : "emulated-icount";
 }
 
-/* How the verdict was reached, one line. */
-static void method_text(const struct kx *k, char *buf, size_t cap)
+/* How the verdict was reached, one line: a bounded head (what kind of
+ * evidence, into buf, ending with a separator when there is more) and the
+ * recorded method text, returned as is (NULL = none). The method is not
+ * copied into a fixed field: the callers write or join the two, so no
+ * length of recorded text is ever cut (issue 24). */
+static const char *method_head(const struct kx *k, char *buf, size_t cap)
 {
     const cJSON *ob = k->out_body;
     const char *m = jstr(ob, "method");
@@ -358,17 +362,33 @@ static void method_text(const struct kx *k, char *buf, size_t cap)
     const char *ev = kx_evidence(k);
     if (strcmp(ev, "virtual-machine") == 0)
         snprintf(buf, cap, "virtual machine (native code under full-system emulation): times are not "
-                 "speeds, no ratio claimed%s%s", m ? "; harness: " : "", m ? m : "");
+                 "speeds, no ratio claimed%s", m ? "; harness: " : "");
     else if (strcmp(ev, "emulated-vcost") == 0)
         snprintf(buf, cap, "emulated (qemu): ratios by the vector-cost model (vcost %.0f; icount %.0f; "
-                 "both repeat exactly), not times%s%s", jnum(ob, "vcost", 0), jnum(ob, "icount", 0),
-                 m ? "; harness: " : "", m ? m : "");
+                 "both repeat exactly), not times%s", jnum(ob, "vcost", 0), jnum(ob, "icount", 0),
+                 m ? "; harness: " : "");
     else if (k->emulated) /* qemu wall-time repeats and spread say nothing: left out */
-        snprintf(buf, cap, "emulated (qemu): instruction counts (icount %.0f, repeats exactly), not times%s%s",
-                 jnum(ob, "icount", 0), m ? "; harness: " : "", m ? m : "");
+        snprintf(buf, cap, "emulated (qemu): instruction counts (icount %.0f, repeats exactly), not times%s",
+                 jnum(ob, "icount", 0), m ? "; harness: " : "");
     else
-        snprintf(buf, cap, "native time: median %.0f ns per call%s%s%s", jnum(ob, "median_ns", 0), extra,
-                 m ? "; " : "", m ? m : "");
+        snprintf(buf, cap, "native time: median %.0f ns per call%s%s", jnum(ob, "median_ns", 0), extra,
+                 m ? "; " : "");
+    return m;
+}
+
+/* method_head and the method joined, malloc'd (the caller frees), or NULL
+ * when out of memory. */
+static char *method_text_new(const struct kx *k)
+{
+    char head[512];
+    const char *m = method_head(k, head, sizeof head);
+    size_t hl = strlen(head), ml = m ? strlen(m) : 0;
+    char *out = malloc(hl + ml + 1);
+    if (out) {
+        memcpy(out, head, hl);
+        memcpy(out + hl, m ? m : "", ml + 1);
+    }
+    return out;
 }
 
 static void ratios_text(const struct kx *k, char *buf, size_t cap)
@@ -399,9 +419,9 @@ static void date_now(char *buf, size_t cap)
 
 static void provenance_write(FILE *f, const struct kx *k, const char *date)
 {
-    char shape[128], method[1024], ratios[512];
+    char shape[128], head[512], ratios[512];
     shape_text(k, shape, sizeof shape);
-    method_text(k, method, sizeof method);
+    const char *method = method_head(k, head, sizeof head);
     ratios_text(k, ratios, sizeof ratios);
     const char *prop = jstr(k->dec_body, "proposer"), *params = jstr(k->dec_body, "params");
     fprintf(f, "/*\n * kope kernel: task ");
@@ -429,7 +449,9 @@ static void provenance_write(FILE *f, const struct kx *k, const char *date)
     if (k->obj_sha256[0])
         fprintf(f, " *   object    sha256 %s (the object judged)\n", k->obj_sha256);
     fprintf(f, " *   method    ");
-    comment_str(f, method);
+    comment_str(f, head);
+    if (method)
+        comment_str(f, method);
     fprintf(f, "\n *   ratios    ");
     comment_str(f, ratios);
     fprintf(f, " (same run)\n");
@@ -592,14 +614,17 @@ static int kernel_show(struct cli *c, int argc, char **argv)
             fprintf(stderr, "kope kernel show: warning: %s\n", why);
         else {
             date_now(date, sizeof date);
-            char method[1024], ratios[512], shape[128];
-            method_text(&k, method, sizeof method);
+            char head[512], ratios[512], shape[128];
+            const char *method = method_head(&k, head, sizeof head);
             ratios_text(&k, ratios, sizeof ratios);
             shape_text(&k, shape, sizeof shape);
             if (header)
                 provenance_write(stdout, &k, date);
-            fprintf(stderr, "task %s (%s %s), decision %.12s, outcome %.12s: pass, %s; %s\n", k.task,
-                    k.op_name, shape, k.dec_hex, k.out_hex, ratios, method);
+            fprintf(stderr, "task %s (%s %s), decision %.12s, outcome %.12s: pass, %s; %s", k.task,
+                    k.op_name, shape, k.dec_hex, k.out_hex, ratios, head);
+            if (method) /* recorded text, maybe a peer's: control bytes escaped */
+                termsafe_fputs(method, stderr);
+            fputc('\n', stderr);
         }
     } else {
         const char *reason = nd->has_outcome ? jstr(jget(nd->out.json, "body"), "reason") : NULL;
@@ -951,13 +976,15 @@ static int write_manifest(const char *dir, const char *target, const struct kx *
     for (size_t i = 0; i < n; i++) {
         const struct kx *k = &ks[i];
         cJSON *o = cJSON_CreateObject();
-        char file[PLAT_NAME_MAX + 40], object[PLAT_NAME_MAX + 40], method[1024];
-        if (!o)
+        char file[PLAT_NAME_MAX + 40], object[PLAT_NAME_MAX + 40];
+        char *method = o ? method_text_new(k) : NULL;
+        if (!method) {
+            cJSON_Delete(o);
             goto out;
+        }
         cJSON_AddItemToArray(arr, o);
         snprintf(file, sizeof file, "kernels/%s.c", k->symbol);
         snprintf(object, sizeof object, "kernels/%s.o", k->symbol);
-        method_text(k, method, sizeof method);
         cJSON_AddStringToObject(o, "symbol", k->symbol);
         cJSON_AddStringToObject(o, "object", object);
         cJSON_AddStringToObject(o, "object_sha256", k->obj_sha256);
@@ -992,6 +1019,7 @@ static int write_manifest(const char *dir, const char *target, const struct kx *
         cJSON_AddBoolToObject(o, "emulated", k->emulated);
         cJSON_AddStringToObject(o, "evidence", kx_evidence(k));
         cJSON_AddStringToObject(o, "method", method);
+        free(method);
         const cJSON *keep[] = {jget(k->out_body, "ratios"), jget(k->out_body, "speedup"),
                                jget(k->out_body, "baseline"), jget(k->out_body, "icount"),
                                jget(k->out_body, "median_ns"), jget(k->out_body, "repeats"),

@@ -57,7 +57,7 @@ static void probe_print_other(const struct plat_probe *r)
         printf("note       %s\n", r->note);
 }
 
-static void probe_print(const struct plat_probe *r)
+static void probe_print(const struct plat_probe *r, const char *target, const struct plat_settings *s)
 {
     if (r->target[0]) { /* a target with its own fields (plat_probe.target) */
         probe_print_other(r);
@@ -90,6 +90,10 @@ static void probe_print(const struct plat_probe *r)
                    r->peak_gflops_all, r->triad_gbs, r->peak_gflops_all / r->triad_gbs);
     }
     printf("openblas   %s\n", r->openblas_ok ? "usable" : "not usable (missing, or its VLEN does not fit: see note)");
+    /* which peers, from where: the same lookup the open platform made */
+    char peers[2048];
+    platform_peers(target, s, peers, sizeof peers);
+    fputs(peers, stdout);
     if (r->method[0])
         printf("method     %s\n", r->method);
     if (r->note[0])
@@ -192,7 +196,9 @@ int cli_probe(struct cli *c, int argc, char **argv)
         } else if (strncmp(argv[i], "--platform=", 11) == 0) {
             platform = argv[i] + 11;
         } else {
-            fprintf(stderr, "kope probe: unexpected argument '%s' (see `kope probe --help`)\n", argv[i]);
+            static const char *const valued[] = {"--platform", NULL};
+            if (!cli_missing_value("probe", argv[i], valued))
+                fprintf(stderr, "kope probe: unexpected argument '%s' (see `kope probe --help`)\n", argv[i]);
             return CLI_USAGE;
         }
     }
@@ -220,6 +226,6 @@ int cli_probe(struct cli *c, int argc, char **argv)
         return CLI_FAIL;
     }
     platform_close(p);
-    probe_print(&r);
+    probe_print(&r, target, &s);
     return store ? probe_store(c, &r, target) : CLI_OK;
 }

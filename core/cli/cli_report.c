@@ -648,7 +648,9 @@ int cli_report(struct cli *c, int argc, char **argv)
         else if (strncmp(argv[i], "--html=", 7) == 0)
             path = argv[i] + 7;
         else {
-            fprintf(stderr, "kope report: unexpected argument '%s' (see kope report --help)\n", argv[i]);
+            static const char *const valued[] = {"--html", NULL};
+            if (!cli_missing_value("report", argv[i], valued))
+                fprintf(stderr, "kope report: unexpected argument '%s' (see kope report --help)\n", argv[i]);
             return CLI_USAGE;
         }
     }

@@ -75,13 +75,14 @@ static int open_graph(struct cli *c, struct graph *g)
 }
 
 /* LLM settings from config + environment; *have = 1 when an endpoint is set. */
-static int load_llm(struct cli *c, struct llm_settings *ls, int *have)
+static int load_llm(struct cli *c, struct llm_settings *ls, int *have, struct agent_opts *o)
 {
     char err[512];
     llm_settings_init(ls);
     *have = 0;
     struct kope_config *cfg = cli_config(c);
-    if (llm_conf_load(cfg, ls, NULL, err, sizeof err)) {
+    if (llm_conf_load(cfg, ls, NULL, err, sizeof err) ||
+        llm_conf_link_backoff(cfg, &o->link_backoff_ms, err, sizeof err)) {
         fprintf(stderr, "kope: %s\n", err);
         return CLI_FAIL;
     }
@@ -354,7 +355,7 @@ int cli_run(struct cli *c, int argc, char **argv)
     struct agent_summary sum;
     char err[1024];
     memset(&sum, 0, sizeof sum);
-    if (load_llm(c, &ls, &have_llm)) {
+    if (load_llm(c, &ls, &have_llm, &o)) {
         llm_settings_free(&ls);
         free(seed);
         return CLI_FAIL;
@@ -503,7 +504,8 @@ int cli_queue(struct cli *c, int argc, char **argv)
         struct plat_settings set;
         int have = 0, sent = 0, applied = 0, ret = CLI_FAIL;
         char err[1024];
-        if (load_llm(c, &ls, &have)) {
+        agent_opts_init(&o);
+        if (load_llm(c, &ls, &have, &o)) {
             llm_settings_free(&ls);
             return CLI_FAIL;
         }
@@ -511,7 +513,6 @@ int cli_queue(struct cli *c, int argc, char **argv)
             llm_settings_free(&ls);
             return CLI_FAIL;
         }
-        agent_opts_init(&o);
         cli_platform_settings(c, &set);
         o.plat = &set;
         o.llm = have ? &ls : NULL;

@@ -516,15 +516,36 @@ static int split_hostport(const char *s, char *host, size_t hcap, char *port, si
 /* --handshake-ms, --session-ms, --min-rate (both commands): 1 if argv[*i]
  * was one (and its value taken), else 0. Values are checked by the caller:
  * a negative one is refused, 0 means the default. */
-static int limit_opt(int argc, char **argv, int *i, struct net_peer_limits *l)
+/* A limit option at argv[*i]: 1 (taken, *i on its value), 0 (not one), or
+ * -1 (one, with its value missing or not a whole number: said on stderr). */
+static int limit_opt(const char *cmd, int argc, char **argv, int *i, struct net_peer_limits *l)
 {
     int *v = strcmp(argv[*i], "--handshake-ms") == 0 ? &l->handshake_ms
              : strcmp(argv[*i], "--session-ms") == 0 ? &l->session_ms
              : strcmp(argv[*i], "--min-rate") == 0   ? &l->min_rate : NULL;
-    if (!v || *i + 1 >= argc)
+    if (!v)
         return 0;
-    *v = atoi(argv[++*i]);
-    return 1;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "kope %s: %s needs a value\n", cmd, argv[*i]);
+        return -1;
+    }
+    const char *opt = argv[*i];
+    ++*i;
+    return cli_int_arg(cmd, opt, argv[*i], 0, 86400000L, v) ? -1 : 1;
+}
+
+/* --NAME N for one of serve's or sync's integer options: 1 (taken), 0 (not
+ * this option), -1 (value missing or not a whole number in 1..hi). */
+static int int_opt(const char *cmd, const char *name, long hi, int argc, char **argv, int *i, int *out)
+{
+    if (strcmp(argv[*i], name) != 0)
+        return 0;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "kope %s: %s needs a value\n", cmd, name);
+        return -1;
+    }
+    ++*i;
+    return cli_int_arg(cmd, name, argv[*i], 1, hi, out) ? -1 : 1;
 }
 
 static int limits_bad(const struct net_peer_limits *l)
@@ -613,27 +634,23 @@ int cli_serve(struct cli *c, int argc, char **argv)
         return CLI_OK;
     }
     for (int i = 1; i < argc; i++) {
+        /* every integer option whole and in range (cli_int_arg), not atoi */
+        int t;
         if (strcmp(argv[i], "--listen") == 0 && i + 1 < argc)
             listen = argv[++i];
-        else if (strcmp(argv[i], "--timeout-ms") == 0 && i + 1 < argc)
-            timeout_ms = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--max-conns") == 0 && i + 1 < argc)
-            max_conns = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--max-per-cert") == 0 && i + 1 < argc)
-            max_per_cert = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--max-unauth") == 0 && i + 1 < argc)
-            max_unauth = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--max-per-addr") == 0 && i + 1 < argc)
-            max_per_addr = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--max-addr-sessions") == 0 && i + 1 < argc) {
-            max_auth_addr = atoi(argv[++i]);
-            if (max_auth_addr <= 0)
-                max_auth_addr = -1; /* refused below */
-        }
-        else if (limit_opt(argc, argv, &i, &lims))
-            continue;
-        else {
-            fprintf(stderr, "kope serve: unexpected argument '%s' (see `kope serve --help`)\n", argv[i]);
+        else if ((t = int_opt("serve", "--timeout-ms", 86400000L, argc, argv, &i, &timeout_ms)) ||
+                 (t = int_opt("serve", "--max-conns", 100000, argc, argv, &i, &max_conns)) ||
+                 (t = int_opt("serve", "--max-per-cert", 100000, argc, argv, &i, &max_per_cert)) ||
+                 (t = int_opt("serve", "--max-unauth", 100000, argc, argv, &i, &max_unauth)) ||
+                 (t = int_opt("serve", "--max-per-addr", 100000, argc, argv, &i, &max_per_addr)) ||
+                 (t = int_opt("serve", "--max-addr-sessions", 100000, argc, argv, &i, &max_auth_addr)) ||
+                 (t = limit_opt("serve", argc, argv, &i, &lims))) {
+            if (t < 0)
+                return CLI_USAGE;
+        } else {
+            static const char *const valued[] = {"--listen", NULL};
+            if (!cli_missing_value("serve", argv[i], valued))
+                fprintf(stderr, "kope serve: unexpected argument '%s' (see `kope serve --help`)\n", argv[i]);
             return CLI_USAGE;
         }
     }
@@ -821,11 +838,15 @@ int cli_sync(struct cli *c, int argc, char **argv)
         return CLI_OK;
     }
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--timeout-ms") == 0 && i + 1 < argc)
-            timeout_ms = atoi(argv[++i]);
-        else if (limit_opt(argc, argv, &i, &lims))
-            continue;
-        else if (argv[i][0] == '-' || n >= 64) {
+        int t;
+        if ((t = int_opt("sync", "--timeout-ms", 86400000L, argc, argv, &i, &timeout_ms)) ||
+            (t = limit_opt("sync", argc, argv, &i, &lims))) {
+            if (t < 0)
+                return CLI_USAGE;
+        } else if (n >= 64) {
+            fprintf(stderr, "kope sync: at most 64 peers at once (one more: '%s')\n", argv[i]);
+            return CLI_USAGE;
+        } else if (argv[i][0] == '-') {
             fprintf(stderr, "kope sync: unexpected argument '%s' (see `kope sync --help`)\n", argv[i]);
             return CLI_USAGE;
         } else

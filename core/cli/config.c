@@ -48,6 +48,7 @@ static const struct jk_key known_keys[] = {
     {"llm.total_timeout_ms", JK_NUM},
     {"llm.backoff_ms", JK_NUM},
     {"llm.backoff_max_ms", JK_NUM},
+    {"llm.link_backoff_ms", JK_NUM},
     {"llm.retries", JK_NUM},
     {"llm.max_reply_bytes", JK_NUM},
     {"platform", JK_OBJ},

@@ -261,3 +261,16 @@ void llm_conf_secret_register(const struct kope_config *cfg)
     (void)llm_conf_load(cfg, &s, NULL, err, sizeof err); /* registers the key, if one is set */
     llm_settings_free(&s);
 }
+
+int llm_conf_link_backoff(const struct kope_config *cfg, long *ms, char *err, size_t err_len)
+{
+    double v = (double)*ms;
+    int rc = take_num(cfg, "llm.link_backoff_ms", 1, 86400e3, &v, err, err_len);
+    if (rc)
+        return rc;
+    long l = (long)v;
+    if ((rc = env_long("KOPE_LLM_LINK_BACKOFF_MS", 1, 86400000L, &l, err, err_len)))
+        return rc;
+    *ms = l;
+    return 0;
+}

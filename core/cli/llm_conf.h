@@ -11,6 +11,9 @@
  *   llm.pinned_key              KOPE_LLM_PINNED_KEY       sha256//<base64>
  *   llm.timeout_ms              KOPE_LLM_TIMEOUT_MS       one attempt
  *   llm.retries                 KOPE_LLM_RETRIES          extra attempts
+ *   llm.link_backoff_ms         KOPE_LLM_LINK_BACKOFF_MS  a run's first wait before it retries a
+ *                                                         dead link (default AGENT_BACKOFF_MS,
+ *                                                         30 s; doubles; llm_conf_link_backoff)
  *   llm.temperature, llm.max_tokens, llm.connect_timeout_ms, llm.total_timeout_ms,
  *   llm.backoff_ms, llm.backoff_max_ms, llm.max_reply_bytes   (config only)
  *
@@ -53,5 +56,11 @@ int llm_conf_load(const struct kope_config *cfg, struct llm_settings *s, struct 
  * (sync, graph import): best effort, silent; a broken setting is the LLM
  * commands' to report. */
 void llm_conf_secret_register(const struct kope_config *cfg);
+
+/* llm.link_backoff_ms, then KOPE_LLM_LINK_BACKOFF_MS (1 ms .. 1 day) into
+ * *ms; left alone when neither is set. 0, or KOPE_ERR_CONFIG with err set
+ * for a value out of range. Not a field of struct llm_settings: the net
+ * client never waits on it, the agent's queue does (core/agent/queue.c). */
+int llm_conf_link_backoff(const struct kope_config *cfg, long *ms, char *err, size_t err_len);
 
 #endif /* KOPE_LLM_CONF_H */

@@ -22,6 +22,7 @@
 #include "net/crypto.h"
 #include "net/http.h"
 #include "platform/hostcheck.h"
+#include "platform/platform.h"
 #include "store/store.h"
 
 #ifndef KOPE_ISA
@@ -127,7 +128,7 @@ static int cmd_help(struct cli *c, int argc, char **argv)
  * vector length is the vlenb CSR read now, by the start-up check's V-free
  * code (platform/hostcheck.c), which also answers for a core without V
  * before main runs. Returns 0 if this CPU can run this build. */
-static int version_print(void)
+static int version_print(struct cli *c)
 {
     char msg[512], mbed[NET_MBEDTLS_VERSION_MAX];
     unsigned vlen = 0;
@@ -153,6 +154,14 @@ static int version_print(void)
     printf("cjson %s\n", cJSON_Version());
     printf("openblas %s (linked into the K3 harness, not into kope)\n",
            KOPE_OPENBLAS[0] ? KOPE_OPENBLAS : "unknown: no riscv64 sysroot VERSIONS at build time");
+    /* the configured target's peers this binary finds now, and where from
+     * (platform_ops.peers: a copied binary that lost them says so here) */
+    struct plat_settings s;
+    const char *target = cli_platform_name(c, NULL);
+    cli_platform_settings_for(c, target, &s);
+    char peers[2048];
+    platform_peers(target, &s, peers, sizeof peers);
+    fputs(peers, stdout);
     if (!ok)
         printf("this CPU cannot run this build: %s\n", msg);
     return ok ? 0 : -1;
@@ -160,7 +169,6 @@ static int version_print(void)
 
 static int cmd_version(struct cli *c, int argc, char **argv)
 {
-    (void)c;
     if (cli_wants_help(argc, argv)) {
         printf("usage: kope version\nPrints kope's version, the build's target and ISA, the vector "
                "length (riscv64) and the libraries' versions; `kope --version` prints the first line.\n"
@@ -172,7 +180,7 @@ static int cmd_version(struct cli *c, int argc, char **argv)
         cli_hint("kope version");
         return CLI_USAGE;
     }
-    return version_print() == 0 ? CLI_OK : CLI_FAIL;
+    return version_print(c) == 0 ? CLI_OK : CLI_FAIL;
 }
 
 /* The last line (core/secret.h): the secrets this kope holds, registered

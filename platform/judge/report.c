@@ -73,6 +73,43 @@ static void case_vals(const char *s, struct plat_case *c)
     }
 }
 
+/* The K3 harness says whether the kernel processes could add a seccomp
+ * filter of their own ("seccomp(kernel process)=on(...)" / "=unavailable(WHY)").
+ * Said that way next to kope's "isolation=...+seccomp" (the filter kope puts
+ * on the whole run, which every process inherits) it read as a
+ * contradiction: reworded to say, for the kernel processes, what applied. */
+static const char *method_reword(const char *text, char *buf, size_t cap)
+{
+    static const char key[] = "seccomp(kernel process)=";
+    if (strncmp(text, key, sizeof key - 1) != 0)
+        return text;
+    const char *v = text + sizeof key - 1;
+    if (strncmp(v, "on(", 3) == 0)
+        snprintf(buf, cap, "kernel processes: the isolation above plus their own seccomp filter (%.*s)",
+                 (int)strcspn(v + 3, ")"), v + 3);
+    else if (strncmp(v, "unavailable(", 12) == 0)
+        snprintf(buf, cap, "kernel processes: the isolation above only, no seccomp filter of their own "
+                 "(unavailable: %.*s)", (int)strcspn(v + 12, ")"), v + 12);
+    else
+        snprintf(buf, cap, "kernel processes: the isolation above; their own seccomp filter: %.200s", v);
+    return buf;
+}
+
+/* Append one method line whole, or count it dropped: text is never cut
+ * mid-sentence (issue 24), and the count is said at the end of the parse. */
+static void method_add(struct plat_report *h, const char *text)
+{
+    char reworded[320];
+    text = method_reword(text, reworded, sizeof reworded);
+    size_t l = strlen(h->method), n = strlen(text), sep = l ? 2 : 0;
+    if (h->method_dropped || l + sep + n + PLAT_REPORT_METHOD_MORE >= sizeof h->method) {
+        h->method_dropped++; /* and every later one: the kept lines stay in order */
+        return;
+    }
+    memcpy(h->method + l, "; ", sep);
+    memcpy(h->method + l + sep, text, n + 1);
+}
+
 void plat_report_parse(char *text, struct plat_report *h)
 {
     char *save = NULL;
@@ -116,8 +153,7 @@ void plat_report_parse(char *text, struct plat_report *h)
         } else if (strncmp(line, "cycles ", 7) == 0) {
             h->cycles = strtoull(line + 7, NULL, 10);
         } else if (strncmp(line, "method ", 7) == 0) {
-            size_t l = strlen(h->method);
-            snprintf(h->method + l, sizeof h->method - l, "%s%s", l ? "; " : "", line + 7);
+            method_add(h, line + 7);
         } else if (strncmp(line, "region ", 7) == 0) {
             /* from the qemu plugin (platform/k3/qemu/icount_plugin.c):
              * region IDX insns N vector_ops N vector_mem N vsetvl N vcost N unmodelled N */
@@ -134,5 +170,10 @@ void plat_report_parse(char *text, struct plat_report *h)
                 h->has_icount = 1;
             }
         }
+    }
+    if (h->method_dropped) { /* room for this was kept (PLAT_REPORT_METHOD_MORE) */
+        size_t l = strlen(h->method);
+        snprintf(h->method + l, sizeof h->method - l, "%s(%d more method line%s not kept)", l ? "; " : "",
+                 h->method_dropped, h->method_dropped == 1 ? "" : "s");
     }
 }

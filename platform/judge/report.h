@@ -11,7 +11,9 @@
  *                                          got=0xBITS ref=R [x=X [y=Y]] (hargs.h)
  *   time NAME median min spread reps warm  one timed kernel or baseline
  *   cycles N                               hardware cycles, when available
- *   method TEXT                            how the figures were obtained (appended)
+ *   method TEXT                            how the figures were obtained (appended
+ *                                          whole; seccomp(kernel process)=X is
+ *                                          reworded, see plat_report_parse)
  *   region IDX insns N vector_ops N vector_mem N vsetvl N vcost N unmodelled N
  *                                          from the qemu icount plugin
  *
@@ -24,6 +26,14 @@
 #include <stdint.h>
 
 #include "platform/platform.h"
+
+/* The judge's method lines kept (joined by "; "). A line that would not fit
+ * whole is dropped, never cut, and the text then ends with how many were
+ * (PLAT_REPORT_METHOD_MORE). The K3 harness prints about 600 bytes. */
+#define PLAT_REPORT_METHOD_MAX 1400
+#define PLAT_REPORT_METHOD_MORE 48 /* room kept for "; (N more method lines not kept)" */
+_Static_assert(PLAT_REPORT_METHOD_MAX + 640 <= PLAT_METHOD_MAX,
+               "plat_measure.method must hold the judge's method lines after kope's own phrase");
 
 struct plat_report_time {
     char name[PLAT_NAME_MAX];
@@ -40,7 +50,8 @@ struct plat_report {
     int n_cases;
     struct plat_report_time times[PLAT_MAX_BASELINES + 1];
     int n_times;
-    char method[400];
+    char method[PLAT_REPORT_METHOD_MAX]; /* the method lines, "; "-joined, whole */
+    int method_dropped;           /* method lines that did not fit (said at method's end) */
     /* per timed name: insns, vector_ops, vector_mem, vcost (0 = unmodelled),
      * vsetvl (the configuration instructions, inside insns and not vector_ops) */
     uint64_t icount[PLAT_MAX_BASELINES + 1][5];

@@ -37,7 +37,6 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,6 +46,7 @@
 #include "platform/k3/k3.h"
 #include "platform/k3/k3_icount.h"
 #include "platform/k3/k3_templates.h"
+#include "platform/k3/peers.h"
 #include "platform/noise.h"
 #include "platform/judge/report.h"
 #include "platform/workdir.h"
@@ -309,51 +309,20 @@ static int toolchain_check(struct platform *p, struct k3 *k)
     return 0;
 }
 
-static void blas_find(struct k3 *k, const char *setting)
+/* The riscv64 sysroot (OpenBLAS, SLEEF) and, under qemu, the icount plugin,
+ * in peers.h's order: the setting, the compiled-in prefix, beside the
+ * binary, the build tree. Where each came from goes into describe's note. */
+static void peers_find(struct k3 *k, const struct plat_settings *s, int want_plugin)
 {
-    char cand[4][K3_PATH_MAX];
-    int n = 0;
-    if (setting && *setting)
-        snprintf(cand[n++], K3_PATH_MAX, "%.200s", setting);
-    char exe[K3_PATH_MAX];
-    ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (el > 0) {
-        exe[el] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = '\0'; /* build/ARCH */
-            snprintf(cand[n++], K3_PATH_MAX, "%.200s/../deps/sysroot-riscv64", exe);
-            /* tests and benches live one level deeper: build/ARCH/tests */
-            snprintf(cand[n++], K3_PATH_MAX, "%.200s/../../deps/sysroot-riscv64", exe);
-        }
-    }
-    snprintf(cand[n++], K3_PATH_MAX, "build/deps/sysroot-riscv64");
-    k->blas_dir[0] = '\0';
-    for (int i = 0; i < n; i++) {
-        char lib[K3_PATH_MAX + 32];
-        snprintf(lib, sizeof lib, "%.250s/lib/libopenblas.a", cand[i]);
-        if (file_exists(lib)) {
-            /* the deps recipe builds OpenBLAS for RISCV64_ZVL256B and keeps
-             * the target-named archive next to libopenblas.a */
-            char dir[K3_PATH_MAX + 16];
-            snprintf(dir, sizeof dir, "%.250s/lib", cand[i]);
-            DIR *d = opendir(dir);
-            struct dirent *e;
-            k->blas_zvl256b = 0;
-            while (d && (e = readdir(d)))
-                if (strstr(e->d_name, "zvl256b"))
-                    k->blas_zvl256b = 1;
-            if (d)
-                closedir(d);
-            char *abs = realpath(cand[i], NULL);
-            snprintf(k->blas_dir, sizeof k->blas_dir, "%.250s", abs ? abs : cand[i]);
-            free(abs);
-            /* cross/deps.sh builds SLEEF into the same riscv64 sysroot */
-            snprintf(lib, sizeof lib, "%.250s/lib/libsleef.a", cand[i]);
-            k->sleef = file_exists(lib);
-            return;
-        }
-    }
+    struct k3_peers pe;
+    k3_peers_find(s->deps_sysroot, s->icount_plugin, want_plugin, &pe);
+    int have = pe.sysroot[0] && pe.sysroot_from != K3_PEER_BAD_SETTING;
+    snprintf(k->blas_dir, sizeof k->blas_dir, "%s", have ? pe.sysroot : "");
+    k->blas_zvl256b = have && pe.zvl256b;
+    k->sleef = have && pe.sleef;
+    k->blas_from = k3_peer_from_name(pe.sysroot_from);
+    snprintf(k->plugin, sizeof k->plugin, "%s", pe.plugin);
+    k->plugin_from = k3_peer_from_name(pe.plugin_from);
 }
 
 /* A runner given as a relative path ("./qemu-riscv64 ...") would break once
@@ -374,53 +343,6 @@ static void runner_absolute(struct k3 *k)
         memcpy(k->runner, out, al + rl + 1);
     }
     free(abs);
-}
-
-/* The icount plugin: the setting, else libkope-icount.so next to the kope
- * binary (the Makefile builds it there), or one level up (tests, benches). */
-static void plugin_find(struct k3 *k, const char *setting)
-{
-    k->plugin[0] = '\0';
-    if (setting) { /* "" turns it off */
-        char *abs = *setting && access(setting, R_OK) == 0 ? realpath(setting, NULL) : NULL;
-        if (abs)
-            snprintf(k->plugin, sizeof k->plugin, "%.250s", abs);
-        free(abs);
-        return;
-    }
-    char exe[K3_PATH_MAX], cand[K3_PATH_MAX];
-    ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (el <= 0)
-        return;
-    exe[el] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (!slash)
-        return;
-    *slash = '\0';
-    static const char *const rel[] = {"libkope-icount.so", "../libkope-icount.so"};
-    for (size_t i = 0; i < 2; i++) {
-        snprintf(cand, sizeof cand, "%.400s/%s", exe, rel[i]);
-        if (access(cand, R_OK) == 0) {
-            char *abs = realpath(cand, NULL);
-            snprintf(k->plugin, sizeof k->plugin, "%.250s", abs ? abs : cand);
-            free(abs);
-            return;
-        }
-    }
-}
-
-/* Does /proc/cpuinfo describe RISC-V harts ("isa : rv64...")? */
-static int cpuinfo_is_riscv(void)
-{
-    char line[256];
-    int yes = 0;
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f)
-        return 0;
-    while (!yes && fgets(line, sizeof line, f))
-        yes = strncmp(line, "isa", 3) == 0 && strstr(line, ": rv") != NULL;
-    fclose(f);
-    return yes;
 }
 
 /* Ops where a BLAS routine computes exactly the task (embed/blas.c says
@@ -498,12 +420,11 @@ static int k3_open(struct platform *p)
     k->work_lock = -1;
     if (getrandom(&k->fill_key, sizeof k->fill_key, 0) != (ssize_t)sizeof k->fill_key)
         k->fill_key = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
-    struct utsname u;
     /* uname says riscv64 under qemu-user too (the riscv64 kope's own tests
      * run that way): only a real RISC-V kernel lists the harts' ISA in
      * /proc/cpuinfo, qemu-user 7.2 shows the host's. Emulated, kope takes
      * the cross path (host clang, qemu runner, icount) and claims no time. */
-    k->native = uname(&u) == 0 && strcmp(u.machine, "riscv64") == 0 && cpuinfo_is_riscv();
+    k->native = k3_host_native();
     const struct plat_settings *s = &p->set;
 
     if (s->cc && *s->cc)
@@ -561,9 +482,8 @@ static int k3_open(struct platform *p)
     snprintf(k->rt, sizeof k->rt, "%s/rt", k->work);
     if (mkdir(k->rt, 0700) != 0 && errno != EEXIST)
         return plat_set_err(p, PLAT_ERR_WORKDIR, "mkdir %.300s: %.100s", k->rt, strerror(errno));
-    blas_find(k, s->deps_sysroot);
-    if (strstr(k->runner, "qemu")) /* the plugin is qemu-user's: never natively in a VM */
-        plugin_find(k, s->icount_plugin);
+    /* the plugin is qemu-user's: never natively in a VM */
+    peers_find(k, s, strstr(k->runner, "qemu") != NULL);
     int mrc = model_open(p, k);
     if (mrc)
         return mrc;
@@ -607,14 +527,23 @@ static int k3_describe(struct platform *p, struct plat_desc *out)
     snprintf(out->runner, sizeof out->runner, "%.250s", k->runner);
     char vm[PLAT_DETAIL_MAX];
     snprintf(vm, sizeof vm, "native riscv64 in a virtual machine: not a speed (%.100s)", k->vm_why);
-    snprintf(out->note, sizeof out->note, "%.150s%.80s%.40s%.25s",
+    snprintf(out->note, sizeof out->note, "%.150s%.40s%.40s",
              k->vm ? vm
              : k->emulated ? "emulated (qemu-user): correctness and instruction counts only, "
                              "times are not speeds"
                            : "native riscv64",
              k->blas_dir[0] ? "; OpenBLAS peer where BLAS is exact" : "; no OpenBLAS baseline found",
-             k->sleef ? "; SLEEF peer for vector math" : "; no SLEEF baseline found",
-             k->plugin[0] ? "; icount plugin loaded" : "");
+             k->sleef ? "; SLEEF peer for vector math" : "; no SLEEF baseline found");
+    /* where each peer came from (peers.h): a copied binary that lost its
+     * lib/kope says so here, not only by a missing baseline row */
+    size_t pl = strlen(out->note);
+    if (!k->blas_dir[0] && k->blas_from == k3_peer_from_name(K3_PEER_BAD_SETTING))
+        pl += (size_t)snprintf(out->note + pl, sizeof out->note - pl,
+                               " (platform.k3.deps_sysroot has no lib/libopenblas.a)");
+    else if (k->blas_dir[0])
+        pl += (size_t)snprintf(out->note + pl, sizeof out->note - pl, " (sysroot: %.40s)", k->blas_from);
+    if (k->plugin[0] && pl < sizeof out->note)
+        snprintf(out->note + pl, sizeof out->note - pl, "; icount plugin loaded (%.40s)", k->plugin_from);
     size_t nl = strlen(out->note);
     snprintf(out->note + nl, sizeof out->note - nl, "; isolation=%s%s; compile-isolation=%s%s",
              k->isolation, strstr(k->isolation, "NO-") ? " (DEGRADED: see docs/K3-HARNESS.md)" : "",
@@ -2227,4 +2156,5 @@ const struct platform_ops plat_k3_ops = {
     .rank = k3_rank,
     .space = k3_space, /* platform/k3/k3_templates.c */
     .prompt = &k3_prompt,
+    .peers = k3_peers_lines, /* platform/k3/peers.c */
 };

@@ -53,6 +53,8 @@ struct k3 {
     char plugin[256];         /* qemu icount plugin .so, "" = none */
     int blas_zvl256b;         /* the OpenBLAS build needs VLEN >= 256 (refused below) */
     int sleef;                /* blas_dir's sysroot also holds libsleef.a (RVV vector math) */
+    const char *blas_from;    /* where blas_dir was found (k3_peer_from_name, static) */
+    const char *plugin_from;  /* where plugin was found (ditto) */
     uint64_t next_id;
     uint32_t base_built[2];   /* bit per op: baseline objects compiled (scalar, autovec) */
     char *inc_direct;         /* resolved paths of the allowed headers ('\n'-separated) */

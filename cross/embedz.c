@@ -1,0 +1,169 @@
+/*
+ * cross/embedz.c - build-time host tool: turns the files the kope binary
+ * carries (templates, harness sources, knowledge, suites) into one C file
+ * holding them as ONE compressed blob plus a table of names, offsets and
+ * lengths (platform/embed.c unpacks it on first use).
+ *
+ *   embedz OUT.c FILE...
+ *
+ * Why compress: the text was ~300 KB of the riscv64 binary (issue 24's size
+ * target); it compresses about 3x with a plain LZ77. The format is the
+ * smallest one a 30-line decoder can read safely (platform/embed.c says it
+ * again, with the checks):
+ *   0x00..0x7f  L   then L+1 literal bytes
+ *   0x80..0xff  M   then d (2 bytes, little-endian, 1..65535): copy (M-0x80)+4
+ *                   bytes from d bytes back in the output (may overlap)
+ * The files are concatenated, each followed by a NUL (the table's data
+ * pointers are C strings), and compressed as one stream so later files
+ * reuse earlier files' text. Greedy matching over hash chains: simple, and
+ * the build is not worth more.
+ * A host program (built with the host cc), not kope code: it reads only
+ * the source tree's own files.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WINDOW 65535
+#define MIN_MATCH 4
+#define MAX_MATCH (0x7f + MIN_MATCH)
+#define MAX_LIT 128
+#define HASH_BITS 15
+#define CHAIN_MAX 512
+
+static unsigned char *in, *out;
+static size_t in_len, out_len, out_cap;
+
+static void die(const char *what, const char *name)
+{
+    fprintf(stderr, "embedz: %s %s\n", what, name ? name : "");
+    exit(1);
+}
+
+static void put(unsigned char b)
+{
+    if (out_len == out_cap) {
+        out_cap = out_cap ? out_cap * 2 : 1 << 16;
+        if (!(out = realloc(out, out_cap)))
+            die("out of memory", NULL);
+    }
+    out[out_len++] = b;
+}
+
+static void flush_lits(size_t from, size_t to)
+{
+    while (from < to) {
+        size_t n = to - from > MAX_LIT ? MAX_LIT : to - from;
+        put((unsigned char)(n - 1));
+        for (size_t i = 0; i < n; i++)
+            put(in[from + i]);
+        from += n;
+    }
+}
+
+static unsigned hash4(const unsigned char *p)
+{
+    unsigned v = (unsigned)p[0] | (unsigned)p[1] << 8 | (unsigned)p[2] << 16 | (unsigned)p[3] << 24;
+    return (v * 2654435761u) >> (32 - HASH_BITS);
+}
+
+static void compress(void)
+{
+    long *head = malloc(sizeof(long) << HASH_BITS), *prev = malloc(sizeof(long) * (in_len + 1));
+    if (!head || !prev)
+        die("out of memory", NULL);
+    for (size_t i = 0; i < (1u << HASH_BITS); i++)
+        head[i] = -1;
+    size_t i = 0, lit = 0;
+    while (i < in_len) {
+        size_t best = 0, best_d = 0;
+        if (i + MIN_MATCH <= in_len) {
+            unsigned h = hash4(in + i);
+            long c = head[h];
+            for (int n = 0; c >= 0 && i - (size_t)c <= WINDOW && n < CHAIN_MAX; n++, c = prev[c]) {
+                size_t l = 0, lim = in_len - i < MAX_MATCH ? in_len - i : MAX_MATCH;
+                while (l < lim && in[(size_t)c + l] == in[i + l])
+                    l++;
+                if (l > best) {
+                    best = l;
+                    best_d = i - (size_t)c;
+                    if (l == lim)
+                        break;
+                }
+            }
+        }
+        size_t step = best >= MIN_MATCH ? best : 1;
+        for (size_t k = 0; k < step; k++, i++) /* index every position passed */
+            if (i + MIN_MATCH <= in_len) {
+                unsigned h = hash4(in + i);
+                prev[i] = head[h];
+                head[h] = (long)i;
+            }
+        if (best >= MIN_MATCH) {
+            flush_lits(lit, i - best);
+            put((unsigned char)(0x80 | (best - MIN_MATCH)));
+            put((unsigned char)(best_d & 0xff));
+            put((unsigned char)(best_d >> 8));
+            lit = i;
+        }
+    }
+    flush_lits(lit, in_len);
+    free(head);
+    free(prev);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3)
+        die("usage: embedz OUT.c FILE...", NULL);
+    int n = argc - 2;
+    size_t *off = calloc((size_t)n, sizeof *off), *len = calloc((size_t)n, sizeof *len);
+    if (!off || !len)
+        die("out of memory", NULL);
+    for (int k = 0; k < n; k++) {
+        FILE *f = fopen(argv[k + 2], "rb");
+        if (!f)
+            die("cannot read", argv[k + 2]);
+        off[k] = in_len;
+        for (;;) {
+            if (!(in = realloc(in, in_len + 65536 + 1)))
+                die("out of memory", NULL);
+            size_t r = fread(in + in_len, 1, 65536, f);
+            in_len += r;
+            if (r < 65536)
+                break;
+        }
+        if (ferror(f))
+            die("read error", argv[k + 2]);
+        fclose(f);
+        len[k] = in_len - off[k];
+        if (memchr(in + off[k], 0, len[k]))
+            die("a NUL byte in", argv[k + 2]); /* the data pointers are C strings */
+        in[in_len++] = '\0';
+    }
+    compress();
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", argv[1]);
+    FILE *o = fopen(tmp, "w");
+    if (!o)
+        die("cannot write", tmp);
+    fprintf(o, "/* generated by cross/embedz.c: do not edit */\n#include <stddef.h>\n"
+               "#include \"platform/embed.h\"\n");
+    fprintf(o, "const size_t embed_packed_len = %zu, embed_unpacked_len = %zu;\n", out_len, in_len);
+    fprintf(o, "const unsigned char embed_packed[] = {");
+    for (size_t k = 0; k < out_len; k++)
+        fprintf(o, "%s%u,", k % 24 ? "" : "\n", out[k]);
+    /* data is NULL until platform/embed.c unpacks; embed_offsets[k] is
+     * where file k starts in the unpacked bytes */
+    fprintf(o, "\n};\nstruct embed_file embed_files[] = {\n");
+    for (int k = 0; k < n; k++)
+        fprintf(o, "  {\"%s\", NULL, %zu},\n", argv[k + 2], len[k]);
+    fprintf(o, "};\nconst size_t embed_offsets[] = {");
+    for (int k = 0; k < n; k++)
+        fprintf(o, "%s%zu,", k % 12 ? "" : "\n", off[k]);
+    fprintf(o, "\n};\nconst size_t embed_n_files = %d;\n", n);
+    if (fclose(o) != 0 || rename(tmp, argv[1]) != 0)
+        die("cannot write", argv[1]);
+    fprintf(stderr, "  EMBED   %d files, %zu bytes -> %zu packed\n", n, in_len, out_len);
+    return 0;
+}
