@@ -82,6 +82,7 @@
 #include "kernel_abi.h"
 #include "hargs.h"
 #include "verdict.h" /* case list, special values, per-element verdict: shared with host.cpp */
+#include "kcall.h"   /* the call itself: clean state before, callee-saved registers after */
 
 #if defined(__riscv_vector)
 #include <riscv_vector.h>
@@ -125,7 +126,7 @@ static void fail_exit(const char *reason, int sig, const char *detail)
  * text; a kernel process that forges it only chooses how it fails. */
 enum {
     K_NONE = 0, K_MEMORY, K_OOB_WRITE, K_READ_PAST, K_INPUT_WRITE, K_SEGV, K_SIGNAL, K_FRM,
-    K_HARNESS, K_COUNT
+    K_HARNESS, K_ABI, K_COUNT
 };
 static const char *const k_reason[K_COUNT][2] = {
     {"harness", "kernel process ended without a reason"},
@@ -137,6 +138,7 @@ static const char *const k_reason[K_COUNT][2] = {
     {"crash", "signal in the kernel"},
     {"stateful", "left the FP rounding mode changed"},
     {"harness", "fault in the harness's kernel process outside the call"},
+    {"stateful", "abi: left a callee-saved register changed:"}, /* + its name (kcall.h) */
 };
 struct k_status {
     volatile int code, sig;
@@ -733,25 +735,16 @@ static void call_candidate(void)
     unsigned long frm0 = frm_read();
     struct h_args *a = &g_args;
     struct kope_scalars s = {.alpha = a->alpha, .lo = a->lo, .hi = a->hi, .eps = a->eps};
-    void (*fn)(void) = kope_kernel;
     g_in_kernel = 1;
-    switch (g_family) {
-    case 0:
-        ((kope_elementwise_fn *)fn)(a->n, a->x, a->y, a->out, &s);
-        break;
-    case 1:
-        ((kope_activation_fn *)fn)(a->rows, a->cols, a->x, a->out, a->gamma, a->beta, &s);
-        break;
-    case 2:
-        ((kope_reduction_fn *)fn)(a->rows, a->cols, a->x, a->out);
-        break;
-    default:
-        ((kope_matmul_fn *)fn)(a->batch, a->m, a->n, a->k, a->a, a->b, a->out);
-    }
+    /* kcall.S: fcsr, vxrm/vxsat, v0-v31 and vtype reset before the call,
+     * s0-s11, fs0-fs11, sp, gp, tp checked after it (kcall.h) */
+    int reg = kcall_family(kope_kernel, g_family, a, &s);
     g_in_kernel = 0;
     unsigned long frm1 = frm_read();
     csr_restore(frm0);
-    if (frm1 != frm0)
+    if (reg != KCALL_OK)
+        kernel_fail(K_ABI, reg);
+    if (frm1 != (KCALL_CHECKED ? 0 : frm0)) /* kcall.S starts every call at frm 0 */
         kernel_fail(K_FRM, 0);
 }
 
@@ -925,7 +918,10 @@ static void kproc_died(struct kproc *k)
     if (set >= 0 && set < g_n_sets && set < g_n_cases)
         snprintf(where, sizeof where, " (case %s)", g_cases[set].label);
     if (WIFEXITED(st) && WEXITSTATUS(st) == H_EXIT_FAIL && code > 0 && code < K_COUNT) {
-        snprintf(d, sizeof d, "%s%s", k_reason[code][1], where);
+        snprintf(d, sizeof d, "%s%s%s%s", k_reason[code][1], code == K_ABI ? " " : "",
+                 code == K_ABI ? kcall_reg_name(sig) : "", where);
+        if (code == K_ABI)
+            sig = 0;
         fail_exit(k_reason[code][0], sig, d);
     }
     if (WIFSIGNALED(st)) {
@@ -1429,6 +1425,12 @@ static void out_prefill(void)
  * adds, or elements of its largest operand): under qemu a second call of a
  * full-shape matmul task doubles the kernel's share of the verify run. */
 #define H_PRIOR_FILL_WORK 2e6
+/* recheck=1 (kope's verify at another VLEN, k3_vlen_recheck): round 1 of
+ * every case only, the task case cut to this much work. What depends on the
+ * VLEN (strip-mining, tails, register-group sizes, vlenb) shows there; the
+ * repeated rounds test state, which the run at the first VLEN has. */
+#define H_RECHECK_MAX_WORK 2e6
+static int g_recheck;
 
 /* Verify every case in one kernel process, forked once all the cases'
  * operands are mapped (and before any reference exists). Round 1: every
@@ -1503,7 +1505,7 @@ static void verify_all(uint64_t seed)
     /* round 2, then the small rounds; round tells which */
     char label[96];
     int bad = !ok0 || passed != all, round_bad = 0;
-    for (int round = 2; !bad && passed; round++) {
+    for (int round = 2; !bad && passed && !g_recheck; round++) {
         uint32_t mask = round == 2 ? passed : small;
         if (round > 2 && (calls >= H_CALLS_PER_PROCESS || !mask))
             break;
@@ -1612,6 +1614,12 @@ int main(int argc, char **argv)
     int min_ms = atoi(arg(argc, argv, "min_ms", "200"));
     int max_rep = atoi(arg(argc, argv, "max_rep", "1000"));
     double max_work = strtod(arg(argc, argv, "max_work", "0"), NULL);
+    /* verify: the seed of the drawn sizes (verdict.h, h_cases_drawn; 0 = none),
+     * and recheck=1 for kope's re-run at another VLEN (round 1 only) */
+    uint64_t size_seed = strtoull(arg(argc, argv, "size_seed", "0"), NULL, 10);
+    g_recheck = atoi(arg(argc, argv, "recheck", "0")) == 1;
+    if (g_recheck && (max_work <= 0 || max_work > H_RECHECK_MAX_WORK))
+        max_work = H_RECHECK_MAX_WORK;
     faults_install();
 
     /* the task's own shape, scaled down only when the caller caps the work
@@ -1671,6 +1679,7 @@ int main(int argc, char **argv)
     if (strcmp(mode, "verify") == 0) {
         case_add(task.label, task.n, task.rows, task.cols, task.m, task.k, task.batch);
         cases_awkward(v1, v8);
+        h_cases_drawn(g_op, g_family, op_rowwise(g_op), size_seed, g_cases, &g_n_cases, H_MAX_CASES);
         verify_all(seed);
         report("done\n");
         return 0;
