@@ -4,7 +4,8 @@
 # bench/harness_cost.c) against older revisions, interleaved in one run so
 # that every ratio compares runs made under the same machine load.
 #
-#   bash bench/harness-vs.sh [-r ROUNDS] [-n REPS] REV [REV ...]
+#   bash bench/harness-vs.sh [-r ROUNDS] [-n REPS] [-g] REV [REV ...]
+#   (-g: a 64x64x64 triple-loop gemm instead of the add)
 #   e.g. bash bench/harness-vs.sh 2ea0a5c 941b130   # issue 11's "before": the
 #        harness before issue 11, and the same with #15's third baseline
 #
@@ -17,9 +18,9 @@
 # wall time, then this tree's CPU ratio to each REV per round.
 # Emulated (qemu-riscv64 + the icount plugin): costs, never speeds.
 set -eo pipefail
-rounds=4 reps=7
-while getopts r:n: o; do
-  case $o in r) rounds=$OPTARG;; n) reps=$OPTARG;; *) exit 2;; esac
+rounds=4 reps=7 op=add
+while getopts r:n:g o; do
+  case $o in r) rounds=$OPTARG;; n) reps=$OPTARG;; g) op=gemm;; *) exit 2;; esac
 done
 shift $((OPTIND - 1))
 [ $# -ge 1 ] || { echo "usage: bash bench/harness-vs.sh [-r ROUNDS] [-n REPS] REV [REV ...]" >&2; exit 2; }
@@ -52,27 +53,36 @@ for rev in "$@"; do
   tags+=("$short") dirs+=("$d")
 done
 med() { sort -n | awk '{a[NR]=$0} END{print a[int((NR+1)/2)]}'; }
-declare -A cpu
+declare -A cpu all
 for r in $(seq 1 "$rounds"); do
   for i in "${!tags[@]}"; do
     d=${dirs[$i]} t=${tags[$i]}
     bin=$d/build/x86_64/harness_cost
     [ "$t" = this ] && bin=$top/build/x86_64/bench/harness_cost
     rm -rf "$W/work-$t"; mkdir -p "$W/work-$t"
-    "$bin" "$W/work-$t" "$reps" "$d/build/x86_64/libkope-icount.so" > "$W/out-$t" 2>&1 ||
+    "$bin" "$W/work-$t" "$reps" "$d/build/x86_64/libkope-icount.so" "" "$op" > "$W/out-$t" 2>&1 ||
       { echo "harness-vs: $t failed:"; tail -3 "$W/out-$t"; exit 1; } >&2
     grep -q "(0 1) measure .* (0 1)" "$W/out-$t" || { echo "harness-vs: $t: a run did not pass" >&2; exit 1; }
     c=$(awk '/^verify/{print $10}' "$W/out-$t" | med)
     w=$(awk '/^verify/{print $2 + $6}' "$W/out-$t" | med)
+    a=$(awk '/^verify/{print $NF}' "$W/out-$t" | med)
     cpu[$r,$t]=$c
-    printf "round %d  %-8s verify+measure  cpu %6.1f ms  wall %6.1f ms  %s  load %s\n" "$r" "$t" "$c" "$w" \
-      "$(tail -1 "$W/out-$t" | awk '{print $NF}')" "$(cut -d' ' -f1 /proc/loadavg)"
+    all[$r,$t]=$a
+    printf "round %d  %-8s verify+measure  cpu %6.1f ms  wall %6.1f ms  +compile cpu %6.1f ms  %s  load %s\n" \
+      "$r" "$t" "$c" "$w" "$a" \
+      "$(tail -1 "$W/out-$t" | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^ic=/) print $i}')" \
+      "$(cut -d' ' -f1 /proc/loadavg)"
   done
 done
 for t in "${tags[@]:1}"; do
   printf "this tree / %s (CPU, per round):" "$t"
   for r in $(seq 1 "$rounds"); do
     awk -v a="${cpu[$r,this]}" -v b="${cpu[$r,$t]}" 'BEGIN{printf " %.2fx", a / b}'
+  done
+  echo
+  printf "this tree / %s (CPU of compile + verify + measure, per round):" "$t"
+  for r in $(seq 1 "$rounds"); do
+    awk -v a="${all[$r,this]}" -v b="${all[$r,$t]}" 'BEGIN{printf " %.2fx", a / b}'
   done
   echo
 done

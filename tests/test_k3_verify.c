@@ -202,6 +202,26 @@ static void test_drawn_shapes_honest_pass(void **state)
     }
 }
 
+/* A row of zeros among the special rows (verdict.h, h_fill_specials): an
+ * l2norm that answers 1 for a zero sum of squares (a "guard" against
+ * dividing by zero, in the wrong op) is right on every random row and fails
+ * there. */
+static void test_zero_row_caught(void **state)
+{
+    (void)state;
+    static const char src[] =
+        "#include <stddef.h>\n#include <math.h>\n#include \"kernel_abi.h\"\n"
+        "void kope_kernel(size_t rows, size_t cols, const float *x, void *out) {\n"
+        "  float *o = out;\n  for (size_t r = 0; r < rows; r++) { double s = 0;\n"
+        "    for (size_t c = 0; c < cols; c++) s += (double)x[r * cols + c] * x[r * cols + c];\n"
+        "    o[r] = s == 0 ? 1.0f : (float)sqrt(s); }\n}\n";
+    struct plat_verify v;
+    verify_src(PLAT_OP_L2NORM, src, &v);
+    assert_false(v.pass);
+    assert_int_equal(v.reason, PLAT_FAIL_WRONG_RESULT);
+    assert_non_null(strstr(v.detail, "special: wrong_result at element 2"));
+}
+
 /* An honest kernel's method line names every VLEN it was verified at:
  * under qemu all four; natively the machine's own. */
 static void test_method_names_vlens(void **state)
@@ -223,6 +243,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_vector_registers_start_clean, no_screen_on, no_screen_off),
         cmocka_unit_test_setup_teardown(test_drawn_size_caught, NULL, no_screen_off),
         cmocka_unit_test(test_drawn_shapes_honest_pass),
+        cmocka_unit_test(test_zero_row_caught),
         cmocka_unit_test(test_method_names_vlens),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

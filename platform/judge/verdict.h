@@ -341,7 +341,8 @@ static inline size_t h_special_values(int op, int family, int rowwise, int user_
 /* Mix the special values into x[nx] (and y[ny], elementwise ops: NULL if
  * none) of a special case with rows x cols. One special value every 7th
  * element; for row-wise ops and reductions row 0 is all-equal (degenerate,
- * value row0) and, for softmax, row 1 is -inf but one element. */
+ * value row0), row 2 all zeros (not for a user op) and, for softmax, row 1
+ * is -inf but one element. */
 static inline void h_fill_specials(int op, int family, int rowwise, int user_ranged, float row0,
                                    float *x, size_t nx, size_t rows, size_t cols, float *y,
                                    size_t ny)
@@ -356,6 +357,12 @@ static inline void h_fill_specials(int op, int family, int rowwise, int user_ran
     if (op == H_OP_SOFTMAX && rows > 1 && 2 * cols <= nx)
         for (size_t i = 0; i < cols; i++)
             x[cols + i] = i == cols / 2 ? 1.0f : -INFINITY;
+    /* row 2 all zeros: the degenerate input of the norms (a zero sum of
+     * squares, layernorm's zero variance: eps alone), a uniform softmax, an
+     * argmax where every index ties */
+    if ((family == 2 || rowwise) && op != H_OP_USER && rows > 2 && 3 * cols <= nx)
+        for (size_t i = 0; i < cols; i++)
+            x[2 * cols + i] = 0.0f;
     if (y && family == 0)
         for (size_t i = 3; ns && i < ny; i += 11)
             y[i] = sv[(i / 11) % ns];

@@ -2,7 +2,7 @@
  * kcall.S - the one way the K3 harness's kernel process calls a candidate
  * (embedded in kope; assembled for riscv64 beside harness.c, see kcall.h).
  *
- *   int kope_kcall(void (*fn)(void), const unsigned long args[7]);
+ *   int kope_kcall(void (*fn)(void), const unsigned long args[7], long region);
  *
  * Every call starts clean: fcsr (frm = round-to-nearest-even, fflags) and
  * vxrm/vxsat are zeroed, v0-v31 are zeroed, and vtype is set to one fixed
@@ -23,6 +23,14 @@
  * This is a check of the calling convention, not a security boundary: the
  * kernel runs in the kernel process, which holds nothing of value (a kernel
  * that rewrites the save area only chooses how it fails).
+ *
+ * region >= 0: the counted call. The icount markers (kope_icount_begin and
+ * _end, harness.c: one `ret` each, which preserve every callee-saved
+ * register by the psABI) are called right around the kernel, after the
+ * clean start and the canaries, so the plugin's region holds the kernel and
+ * a fixed two dozen instructions of this file, not the state reset (which
+ * would weigh on the candidate's count, and on no baseline's). The counted
+ * call is otherwise the same as every other call.
  *
  * The arguments a0-a6 come from args[] (every family's arguments are
  * integers or pointers: platform/kernel_abi.h). Assembled with relaxation off
@@ -64,8 +72,9 @@ kope_kcall:
     fsd     fs9, 200(t0)
     fsd     fs10, 208(t0)
     fsd     fs11, 216(t0)
-    mv      t1, a0
-    mv      t2, a1
+    sd      a2, 224(t0)
+    sd      a0, 232(t0)
+    sd      a1, 240(t0)
 
     /* a clean start: FP and fixed-point control, vector registers, vtype */
     csrw    fcsr, zero
@@ -99,6 +108,13 @@ kope_kcall:
     add     t4, t4, t3
     .endr
 
+    ld      a0, 224(t0)
+    bltz    a0, 2f
+    call    kope_icount_begin
+2:
+    lla     t0, kcall_save
+    ld      t1, 232(t0)
+    ld      t2, 240(t0)
     ld      a0, 0(t2)
     ld      a1, 8(t2)
     ld      a2, 16(t2)
@@ -108,6 +124,18 @@ kope_kcall:
     ld      a6, 48(t2)
     jalr    t1
 
+    /* the kernel's sp, gp, tp kept aside, ours back before anything else */
+    lla     t0, kcall_save
+    sd      sp, 248(t0)
+    sd      gp, 256(t0)
+    sd      tp, 264(t0)
+    ld      sp, 8(t0)
+    ld      gp, 16(t0)
+    ld      tp, 24(t0)
+    ld      a0, 224(t0)
+    bltz    a0, 3f
+    call    kope_icount_end
+3:
     /* what the kernel left: the first preserved register that changed */
     lla     t0, kcall_save
     li      t3, 0x9e3779b97f4a7c15
@@ -125,14 +153,17 @@ kope_kcall:
     add     t1, t1, t3
     addi    a0, a0, 1
     .endr
+    ld      t1, 248(t0)
     ld      t2, 8(t0)
-    bne     sp, t2, 1f
+    bne     t1, t2, 1f
     addi    a0, a0, 1
+    ld      t1, 256(t0)
     ld      t2, 16(t0)
-    bne     gp, t2, 1f
+    bne     t1, t2, 1f
     addi    a0, a0, 1
+    ld      t1, 264(t0)
     ld      t2, 24(t0)
-    bne     tp, t2, 1f
+    bne     t1, t2, 1f
     li      a0, 0
 1:
     /* the caller's own values back, whatever the kernel did */
@@ -169,6 +200,6 @@ kope_kcall:
 
     .bss
     .balign 16
-kcall_save:
-    .zero   224
+kcall_save: /* ra sp gp tp s0-s11 fs0-fs11 | region fn args | the kernel's sp gp tp */
+    .zero   272
     .section .note.GNU-stack, "", @progbits

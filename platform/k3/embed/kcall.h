@@ -4,8 +4,9 @@
  * a0-a6, a clean vector and FP control state before the call, canaries in
  * every callee-saved register checked after it.
  *
- *   kcall_family    call fn with a's arguments; 0, or the KCALL_* code of
- *                   the first preserved register the kernel left changed
+ *   kcall_family    call fn with a's arguments (region >= 0: the counted
+ *                   call, markers around the kernel); 0, or the KCALL_* code
+ *                   of the first preserved register the kernel left changed
  *   kcall_reg_name  "s5", "fs3", "gp", ... for a code
  *
  * Off riscv64 (nothing builds the harness there today) the call is a plain
@@ -24,7 +25,7 @@ enum { KCALL_OK = 0, KCALL_S0 = 1, KCALL_FS0 = 13, KCALL_SP = 25, KCALL_GP, KCAL
 
 #if defined(__riscv) && __riscv_xlen == 64 && defined(__riscv_vector) && defined(__riscv_d)
 #define KCALL_CHECKED 1
-int kope_kcall(void (*fn)(void), const unsigned long args[7]);
+int kope_kcall(void (*fn)(void), const unsigned long args[7], long region);
 #else
 #define KCALL_CHECKED 0
 #endif
@@ -38,8 +39,12 @@ static inline const char *kcall_reg_name(int code)
     return code >= 0 && code < KCALL_COUNT ? names[code] : "?";
 }
 
+void kope_icount_begin(int region); /* harness.c: the plugin's markers */
+void kope_icount_end(int region);
+
+/* region >= 0: the counted call, the icount markers right around the kernel */
 static inline int kcall_family(void (*fn)(void), int family, const struct h_args *a,
-                               const struct kope_scalars *s)
+                               const struct kope_scalars *s, int region)
 {
 #if KCALL_CHECKED
     unsigned long v[7] = {0};
@@ -59,8 +64,10 @@ static inline int kcall_family(void (*fn)(void), int family, const struct h_args
         v[0] = a->batch; v[1] = a->m; v[2] = a->n; v[3] = a->k; v[4] = (uintptr_t)a->a;
         v[5] = (uintptr_t)a->b; v[6] = (uintptr_t)a->out;
     }
-    return kope_kcall(fn, v);
+    return kope_kcall(fn, v, region);
 #else
+    if (region >= 0)
+        kope_icount_begin(region);
     switch (family) {
     case 0:
         ((kope_elementwise_fn *)fn)(a->n, a->x, a->y, a->out, s);
@@ -74,6 +81,8 @@ static inline int kcall_family(void (*fn)(void), int family, const struct h_args
     default:
         ((kope_matmul_fn *)fn)(a->batch, a->m, a->n, a->k, a->a, a->b, a->out);
     }
+    if (region >= 0)
+        kope_icount_end(region);
     return KCALL_OK;
 #endif
 }
