@@ -1434,10 +1434,12 @@ static void out_prefill(void)
  * full-shape matmul task doubles the kernel's share of the verify run. */
 #define H_PRIOR_FILL_WORK 2e6
 /* recheck=1 (kope's verify at another VLEN, k3_vlen_recheck): round 1 of
- * every case only, the task case cut to this much work. What depends on the
- * VLEN (strip-mining, tails, register-group sizes, vlenb) shows there; the
- * repeated rounds test state, which the run at the first VLEN has. */
-#define H_RECHECK_MAX_WORK 2e6
+ * every case only, the task case cut to this much work (batch, M or rows
+ * halved first; N mod 256, K and cols, which decide the tails, kept). What
+ * depends on the VLEN (strip-mining, tails, register-group sizes, vlenb)
+ * shows there; the repeated rounds test state, which the run at the first
+ * VLEN has, and more rows of the same length add nothing VLEN-specific. */
+#define H_RECHECK_MAX_WORK 1e5
 static int g_recheck;
 
 /* Verify every case in one kernel process, forked once all the cases'
