@@ -168,6 +168,29 @@ static void test_drawn_size_caught(void **state)
     assert_true(s1 != 0 && s2 != 0 && s1 != s2);
 }
 
+/* Through kope run: the outcome records the seed and the method line
+ * (graph export shows the stored body), and platform.k3.verify_seed in the
+ * config replays it: the kernel above fails again on n = 789. */
+static void test_seed_recorded_and_replayed(void **state)
+{
+    (void)state;
+    const char *kf = tpath("seed.c"), *db = tpath("seed.db"), *cfg = tpath("seed.json");
+    test_write_text(kf, ADD_HEAD "  float bias = n > 200 && n % 97 == 13 ? 1.0f : 0.0f;\n"
+                                 "  for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i] + bias;\n}\n");
+    test_write_text(cfg, "{\"platform\": {\"k3\": {\"verify_seed\": \"11\"}}}\n");
+    test_store_init(db);
+    static char o[1 << 17];
+    int rc = run_cmd(o, sizeof o, "%s --db %s --config %s run --task add-res-896 --seed %s --offline --budget 1",
+                     kope_bin(), db, cfg, kf);
+    fprintf(stderr, "%s\n", o);
+    assert_true(rc == 0 || rc == 1);
+    assert_non_null(strstr(o, "n=789,drawn"));
+    rc = run_cmd(o, sizeof o, "%s --db %s graph export", kope_bin(), db);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(o, "\"verify_seed\":\"11\""));
+    assert_non_null(strstr(o, "\"verify_method\":\"failed at VLEN 256 (emulated); drawn sizes seed 11\""));
+}
+
 /* Drawn sizes for the other shape kinds: rows x cols for the row-wise ops
  * and reductions, m x n x k for matmul, m x k for gemv; an honest kernel of
  * each passes. */
@@ -242,6 +265,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_callee_saved_checked, no_screen_on, no_screen_off),
         cmocka_unit_test_setup_teardown(test_vector_registers_start_clean, no_screen_on, no_screen_off),
         cmocka_unit_test_setup_teardown(test_drawn_size_caught, NULL, no_screen_off),
+        cmocka_unit_test(test_seed_recorded_and_replayed),
         cmocka_unit_test(test_drawn_shapes_honest_pass),
         cmocka_unit_test(test_zero_row_caught),
         cmocka_unit_test(test_method_names_vlens),

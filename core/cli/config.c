@@ -71,6 +71,7 @@ static const struct jk_key known_keys[] = {
     {"platform.*.npu_smi", JK_STR},
     {"platform.*.device", JK_NUM},
     {"platform.*.dlen", JK_NUM},
+    {"platform.*.verify_seed", JK_STR}, /* k3: replay a verify's drawn sizes ("123", "0x...") */
     {"fleet", JK_OBJ},
     {"fleet.cert", JK_STR},
     {"fleet.ca", JK_STR},

@@ -531,9 +531,11 @@ static int k3_open(struct platform *p)
     blas_find(k, s->deps_sysroot);
     if (strstr(k->runner, "qemu")) /* the plugin is qemu-user's: never natively in a VM */
         plugin_find(k, s->icount_plugin);
-    /* a string ("0x..."), since a JSON number holds 53 bits only */
+    /* platform.k3.verify_seed: a string ("123", "0x..."), since a JSON
+     * number holds 53 bits only; replays the drawn sizes of a recorded
+     * verify_seed */
     const char *vs = plat_setting_str(p, "verify_seed");
-    k->verify_seed = vs && *vs ? strtoull(vs, NULL, 0) : (uint64_t)plat_setting_num(p, "verify_seed", 0);
+    k->verify_seed = vs && *vs ? strtoull(vs, NULL, 0) : 0;
     int dl = s->dlen_bits;
     if (dl && (dl < 32 || (dl & (dl - 1)) || (k->emulated && dl > runner_vlen(k))))
         return plat_set_err(p, PLAT_ERR_BAD_TASK, "platform.k3.dlen %d: needs a power of two from 32 "
