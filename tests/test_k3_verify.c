@@ -191,6 +191,30 @@ static void test_seed_recorded_and_replayed(void **state)
     assert_non_null(strstr(o, "\"verify_method\":\"failed at VLEN 256 (emulated); drawn sizes seed 11\""));
 }
 
+/* platform.k3.verify_vlens chooses the VLENs (a cost the user may trade):
+ * "128,1024" verifies at those and the runner's 256, as the method line
+ * says; a list that is not ascending powers of two in 128..1024 is refused
+ * at open. Under qemu only. */
+static void test_verify_vlens_setting(void **state)
+{
+    (void)state;
+    if (!K()->runner[0]) {
+        print_message("skip: natively the machine's VLEN is the only one\n");
+        return;
+    }
+    const char *kf = tpath("vl.c"), *c1 = tpath("vl1.json"), *c2 = tpath("vl2.json");
+    test_write_text(kf, ADD_HEAD ADD_LOOP "}\n");
+    test_write_text(c1, "{\"platform\": {\"k3\": {\"verify_vlens\": \"128,1024\"}}}\n");
+    test_write_text(c2, "{\"platform\": {\"k3\": {\"verify_vlens\": \"1024,128\"}}}\n");
+    static char o[1 << 16];
+    int rc = run_cmd(o, sizeof o, "%s --config %s measure --task add-res-896 --verify-only %s", kope_bin(), c1, kf);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(o, "verified at VLEN 128,256,1024 (emulated)"));
+    rc = run_cmd(o, sizeof o, "%s --config %s measure --task add-res-896 --verify-only %s", kope_bin(), c2, kf);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(o, "platform.k3.verify_vlens: ascending powers of two"));
+}
+
 /* Drawn sizes for the other shape kinds: rows x cols for the row-wise ops
  * and reductions, m x n x k for matmul, m x k for gemv; an honest kernel of
  * each passes. */
@@ -266,6 +290,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_vector_registers_start_clean, no_screen_on, no_screen_off),
         cmocka_unit_test_setup_teardown(test_drawn_size_caught, NULL, no_screen_off),
         cmocka_unit_test(test_seed_recorded_and_replayed),
+        cmocka_unit_test(test_verify_vlens_setting),
         cmocka_unit_test(test_drawn_shapes_honest_pass),
         cmocka_unit_test(test_zero_row_caught),
         cmocka_unit_test(test_method_names_vlens),

@@ -72,6 +72,7 @@ static const struct jk_key known_keys[] = {
     {"platform.*.device", JK_NUM},
     {"platform.*.dlen", JK_NUM},
     {"platform.*.verify_seed", JK_STR}, /* k3: replay a verify's drawn sizes ("123", "0x...") */
+    {"platform.*.verify_vlens", JK_STR}, /* k3: the VLENs verified under qemu ("128,256,512,1024") */
     {"fleet", JK_OBJ},
     {"fleet.cert", JK_STR},
     {"fleet.ca", JK_STR},

@@ -455,6 +455,8 @@ static int runner_vlen(const struct k3 *k)
     return vl ? atoi(vl + 5) : 128;
 }
 
+static int vlens_parse(struct k3 *k, const char *text); /* below, with the VLEN recheck */
+
 static int k3_open(struct platform *p)
 {
     struct k3 *k = calloc(1, sizeof *k);
@@ -536,6 +538,9 @@ static int k3_open(struct platform *p)
      * verify_seed */
     const char *vs = plat_setting_str(p, "verify_seed");
     k->verify_seed = vs && *vs ? strtoull(vs, NULL, 0) : 0;
+    if (vlens_parse(k, plat_setting_str(p, "verify_vlens")) != 0)
+        return plat_set_err(p, PLAT_ERR_BAD_TASK, "platform.k3.verify_vlens: ascending powers of two "
+                            "from 128 to 1024, comma-separated, e.g. \"128,256,512,1024\"");
     int dl = s->dlen_bits;
     if (dl && (dl < 32 || (dl & (dl - 1)) || (k->emulated && dl > runner_vlen(k))))
         return plat_set_err(p, PLAT_ERR_BAD_TASK, "platform.k3.dlen %d: needs a power of two from 32 "
@@ -1716,10 +1721,36 @@ static void classify(const struct hrun *h, enum plat_fail *reason, int *sig, cha
 
 /* ------------------------------------------------ verification widened --- */
 
-/* The VLENs a verdict must hold at: candidates are compiled for rv64gcv,
- * whose zvl128b is all they may assume, and the exported library runs on
- * whatever RVV 1.0 machine the user has (qemu 7.2 goes up to 1024). */
-static const int k3_vlens[] = {128, 256, 512, 1024};
+/* The VLENs a verdict must hold at (k->vlens, platform.k3.verify_vlens;
+ * this by default): candidates are compiled for rv64gcv, whose zvl128b is
+ * all they may assume, and the exported library runs on whatever RVV 1.0
+ * machine the user has (qemu 7.2 goes up to 1024). */
+static const int k3_vlens[K3_MAX_VLENS] = {128, 256, 512, 1024};
+
+/* platform.k3.verify_vlens ("128,256,512,1024": ascending powers of two
+ * from 128 to 1024) into k->vlens; -1 when malformed. */
+static int vlens_parse(struct k3 *k, const char *text)
+{
+    k->n_vlens = 0;
+    if (!text) {
+        memcpy(k->vlens, k3_vlens, sizeof k3_vlens);
+        k->n_vlens = K3_MAX_VLENS;
+        return 0;
+    }
+    const char *q = text;
+    while (*q) {
+        char *end;
+        long v = strtol(q, &end, 10);
+        if (end == q || v < 128 || v > 1024 || (v & (v - 1)) || k->n_vlens >= K3_MAX_VLENS ||
+            (k->n_vlens && v <= k->vlens[k->n_vlens - 1]))
+            return -1;
+        k->vlens[k->n_vlens++] = (int)v;
+        q = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',')
+            return -1;
+    }
+    return k->n_vlens ? 0 : -1;
+}
 
 /* runner with its "vlen=N" replaced by vlen, into out[cap]; -1 when the
  * runner has no vlen= (a user's own runner: its one VLEN is all there is)
@@ -1773,7 +1804,7 @@ static void verify_fill(const struct k3 *k, const struct hrun *h, struct plat_ve
 }
 
 /* After the run at the runner's VLEN passed: the candidate again under qemu
- * at every other VLEN of k3_vlens, with the same drawn sizes and recheck=1
+ * at every other VLEN of k->vlens, with the same drawn sizes and recheck=1
  * (harness.c: round 1 of every case, the task case cut to 2e6 work; the
  * repeated rounds test state, which does not depend on the VLEN, and the
  * run at the runner's VLEN had them). The case list follows the VLEN (its
@@ -1791,8 +1822,8 @@ static int k3_vlen_recheck(struct platform *p, const struct plat_task *t, const 
     snprintf(done, cap, "%d", v0);
     memcpy(saved, k->runner, sizeof saved);
     double wall = out->wall_ms;
-    for (size_t i = 0; i < sizeof k3_vlens / sizeof k3_vlens[0] && out->pass; i++) {
-        int vl = k3_vlens[i];
+    for (int i = 0; i < k->n_vlens && out->pass; i++) {
+        int vl = k->vlens[i];
         if (vl == v0 || runner_at_vlen(saved, vl, at, sizeof at) != 0)
             continue;
         memcpy(k->runner, at, sizeof at);
@@ -1826,11 +1857,19 @@ static int k3_vlen_recheck(struct platform *p, const struct plat_task *t, const 
     /* the VLENs verified, in ascending order */
     size_t dl = 0;
     done[0] = '\0';
-    for (size_t i = 0; i < sizeof k3_vlens / sizeof k3_vlens[0] && out->pass; i++)
-        if ((ok & (1u << i)) || k3_vlens[i] == v0)
-            dl += (size_t)snprintf(done + dl, dl < cap ? cap - dl : 0, "%s%d", dl ? "," : "", k3_vlens[i]);
-    if (v0 != 128 && v0 != 256 && v0 != 512 && v0 != 1024) /* a runner of its own VLEN */
-        snprintf(done + strlen(done), cap - strlen(done), "%s%d", done[0] ? "," : "", v0);
+    int own = 1; /* the runner's own VLEN is in the list */
+    for (int i = 0; i < k->n_vlens && out->pass; i++) {
+        if (k->vlens[i] > v0 && own) { /* in its place */
+            dl += (size_t)snprintf(done + dl, dl < cap ? cap - dl : 0, "%s%d", dl ? "," : "", v0);
+            own = 0;
+        }
+        if (k->vlens[i] == v0)
+            own = 0;
+        if ((ok & (1u << i)) || k->vlens[i] == v0)
+            dl += (size_t)snprintf(done + dl, dl < cap ? cap - dl : 0, "%s%d", dl ? "," : "", k->vlens[i]);
+    }
+    if (own && out->pass)
+        snprintf(done + dl, dl < cap ? cap - dl : 0, "%s%d", dl ? "," : "", v0);
     out->wall_ms = wall;
     return 0;
 }

@@ -5,7 +5,8 @@
  * it in an isolated child (platform/proc.c) and reads its report from fd 3.
  *
  *   harness mode=verify|measure op=NAME n= rows= cols= m= k= batch=
- *           rtol= atol= seed= [min_ms= max_rep= max_work= flags=]
+ *           rtol= atol= seed= [min_ms= max_rep= max_work= flags=
+ *           size_seed= recheck=]
  *
  * Two processes: the JUDGE (this program's first process) owns the case
  * list, the master copy of every input, the double-precision reference, the
@@ -52,6 +53,12 @@
  *   - faults are classified by address in a SIGSEGV handler on its own stack
  *     (a stack overflow still reports), the FP rounding mode is checked
  *     after every call;
+ *   - every call goes through kcall.S: FP/vector control state and v0-v31
+ *     reset before it, canaries in s0-s11/fs0-fs11 and sp/gp/tp checked
+ *     after it (STATEFUL, the register named);
+ *   - verify adds three sizes drawn from size_seed= (verdict.h,
+ *     h_cases_drawn), which kope draws per run and records; recheck=1 is
+ *     kope's re-run at another VLEN (round 1 only);
  *   - natively, the kernel process runs under a seccomp allow-list.
  */
 #define _GNU_SOURCE 1
