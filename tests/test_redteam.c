@@ -97,7 +97,9 @@ static void test_vlen_only_256_caught(void **state)
         struct plat_verify v;
         verify_file(k[i].op, k[i].file, &b, &v);
         assert_false(v.pass);
-        assert_int_equal(v.reason, PLAT_FAIL_WRONG_RESULT);
+        /* the outsider's lanes past VLMAX come from its stack: what was
+         * there decides between a wrong value and a NaN */
+        assert_true(v.reason == PLAT_FAIL_WRONG_RESULT || v.reason == PLAT_FAIL_NAN_INF);
         assert_non_null(strstr(v.detail, "at VLEN "));
         assert_null(strstr(v.detail, "at VLEN 256"));
         assert_non_null(strstr(v.method, "failed at VLEN "));

@@ -1805,7 +1805,7 @@ static void verify_fill(const struct k3 *k, const struct hrun *h, struct plat_ve
 
 /* After the run at the runner's VLEN passed: the candidate again under qemu
  * at every other VLEN of k->vlens, with the same drawn sizes and recheck=1
- * (harness.c: round 1 of every case, the task case cut to 2e6 work; the
+ * (harness.c: round 1 of every case, the task case cut to 1e5 work; the
  * repeated rounds test state, which does not depend on the VLEN, and the
  * run at the runner's VLEN had them). The case list follows the VLEN (its
  * VL-1, VL+1 lengths come from vsetvlmax). A failure is the verdict, its
@@ -1903,7 +1903,8 @@ static int k3_verify(struct platform *p, const struct plat_task *t, const struct
     if (!out->method[0])
         snprintf(out->method, sizeof out->method, "%s at VLEN %s (%s%s)",
                  out->pass ? "verified" : "failed", done, qemu ? "emulated" : "native",
-                 qemu && !strchr(done, ',') && out->pass ? "; the runner sets no vlen= to vary" : "");
+                 qemu && !strstr(k->runner, "vlen=") && out->pass ? "; the runner sets no vlen= to vary"
+                                                                 : "");
     size_t ml = strlen(out->method);
     snprintf(out->method + ml, sizeof out->method - ml, "; drawn sizes seed %llu",
              (unsigned long long)out->size_seed);
