@@ -371,6 +371,12 @@ struct plat_verify {
     int reduced_shape;        /* the task case was cut below the task's shape (the
                                  emulation work cap): "verified at reduced shape",
                                  never a task's best (outcome body "reduced_shape") */
+    uint64_t size_seed;       /* the seed of the sizes drawn beside the fixed case list
+                                 (0 = none drawn): outcome body "verify_seed", so a
+                                 failure can be reproduced (k3: platform.k3.verify_seed) */
+    char method[PLAT_DETAIL_MAX]; /* how the verdict was reached, e.g. "verified at VLEN
+                                 128,256,512,1024 (emulated)" or "VLEN 256 (native)";
+                                 "" when the target does not say (outcome "verify_method") */
 };
 
 /* A same-run baseline and the candidate's speed against it. */

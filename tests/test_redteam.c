@@ -75,6 +75,39 @@ static void test_missed_sizes_caught(void **state)
     }
 }
 
+/* Right only at VLEN 256: the insider's add reads vlenb and adds 1 off
+ * VLEN 256; the outsider's row sum stores 8 lanes, whatever VLMAX is. Both
+ * passed when every verify ran at qemu's vlen=256 alone; now a pass at VLEN
+ * 256 is followed by the same cases at 128, 512 and 1024 (k3.c,
+ * k3_vlen_recheck), and the failure names the VLEN. Natively only the
+ * board's VLEN exists: skipped there. */
+static void test_vlen_only_256_caught(void **state)
+{
+    (void)state;
+    if (!((struct k3 *)P->priv)->runner[0]) {
+        print_message("skip: natively the machine's VLEN is the only one\n");
+        return;
+    }
+    static const struct { enum plat_op op; const char *file; } k[] = {
+        {PLAT_OP_ADD, "insider-vlen-only-256.c"},
+        {PLAT_OP_SUM, "outsider-vlen256-stack-lanes.c"},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        struct plat_build b;
+        struct plat_verify v;
+        verify_file(k[i].op, k[i].file, &b, &v);
+        assert_false(v.pass);
+        /* the outsider's lanes past VLMAX come from its stack: what was
+         * there decides between a wrong value and a NaN */
+        assert_true(v.reason == PLAT_FAIL_WRONG_RESULT || v.reason == PLAT_FAIL_NAN_INF);
+        assert_non_null(strstr(v.detail, "at VLEN "));
+        assert_null(strstr(v.detail, "at VLEN 256"));
+        assert_non_null(strstr(v.method, "failed at VLEN "));
+        assert_non_null(strstr(v.method, "after passing at 256"));
+        platform_build_free(P, &b);
+    }
+}
+
 /* termsafe: C0 but \n and \t, DEL, C1 (UTF-8 C2 80..9F, or a bare byte)
  * escaped; other UTF-8 kept */
 static void test_termsafe_escapes_controls(void **state)
@@ -438,6 +471,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_missed_sizes_caught),
+        cmocka_unit_test(test_vlen_only_256_caught),
         cmocka_unit_test(test_termsafe_escapes_controls),
         cmocka_unit_test(test_stored_escapes_not_printed_raw),
         cmocka_unit_test(test_diag_injection_framed),

@@ -443,6 +443,16 @@ static int record(struct run *r, const uint8_t task[32], int trial, const struct
      * and the kernel export skip such an outcome (platform_verify says so) */
     if (vd->v.reduced_shape)
         cJSON_AddBoolToObject(ob, "reduced_shape", 1);
+    /* how it was verified (the VLENs) and the seed of the drawn sizes, as
+     * text (64 bits do not fit a JSON number): a failure can be replayed
+     * with platform.k3.verify_seed */
+    if (vd->v.method[0])
+        cJSON_AddStringToObject(ob, "verify_method", vd->v.method);
+    if (vd->v.size_seed) {
+        char seed[24];
+        snprintf(seed, sizeof seed, "%llu", (unsigned long long)vd->v.size_seed);
+        cJSON_AddStringToObject(ob, "verify_seed", seed);
+    }
     if (!vd->pass && vd->v.n_cases) /* the failing values, machine-readable beside the reason */
         for (int i = 0; i < vd->v.n_cases; i++) {
             const struct plat_case *c = &vd->v.cases[i];

@@ -155,6 +155,8 @@ static void print_verify(const struct plat_verify *v)
     if (v->detail[0])
         printf(": %s", v->detail);
     printf("\n");
+    if (v->method[0])
+        printf("  %s\n", v->method);
     if (v->n_cases)
         printf("  %-22s %-6s %-20s %-11s %-11s %s\n", "case", "result", "reason", "max_abs",
                "max_rel", "norm_err");

@@ -74,6 +74,8 @@ static const struct jk_key known_keys[] = {
     {"platform.*.dlen", JK_NUM},
     {"platform.*.model", JK_STR},
     {"platform.*.mca_cache", JK_STR},
+    {"platform.*.verify_seed", JK_STR}, /* k3: replay a verify's drawn sizes ("123", "0x...") */
+    {"platform.*.verify_vlens", JK_STR}, /* k3: the VLENs verified under qemu ("128,256,512,1024") */
     {"fleet", JK_OBJ},
     {"fleet.cert", JK_STR},
     {"fleet.ca", JK_STR},

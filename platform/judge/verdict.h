@@ -8,6 +8,7 @@
  *   h_cases_awkward   the case list after the task case: awkward shapes,
  *                     large-magnitude rows, special-value cases (labels are
  *                     what the report carries, so kope can check them)
+ *   h_cases_drawn     a few more whose sizes come from a per-run seed
  *   h_case_scalars    the scalar arguments of each case (wide ranges)
  *   h_special_values  the special values an op is checked on
  *   h_fill_specials   where they go in the inputs (and the degenerate rows)
@@ -146,6 +147,82 @@ static inline void h_cases_awkward(int op, int family, int rowwise, size_t v1, s
 #undef H_LAST
 }
 
+/* A few cases whose sizes are drawn from seed (a per-run random seed the
+ * host draws and records, so a failure can be reproduced): beside the fixed,
+ * public list above, a kernel cannot special-case around sizes it cannot
+ * know. Every draw takes a remainder past 8, 16, 32 and 64 (n mod 64 in
+ * 1..63, so every residue mod 8/16/32/64 is reachable), one lies in
+ * 200..999 and one in 1000..5000; rows, cols, m and k likewise, within the
+ * emulation caps (a drawn case is at most 1e5 multiply-adds or 1e4
+ * elements). A kernel wrong on a fraction f of the sizes of one range is
+ * caught by its draw with probability f per run. Appends up to 3 cases
+ * (labels end ",drawn") to out[*n] up to cap; seed 0 adds none. Not run by
+ * the Ascend host program (its case list is checked against
+ * h_cases_awkward alone). */
+static inline uint64_t h_draw(uint64_t *st)
+{
+    /* splitmix64: every seed, 0 included, gives a full-period sequence */
+    uint64_t z = (*st += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* lo + a draw in [0, span) */
+static inline size_t h_draw_in(uint64_t *st, size_t lo, size_t span)
+{
+    return lo + (size_t)(h_draw(st) % span);
+}
+
+static inline void h_cases_drawn(int op, int family, int rowwise, uint64_t seed,
+                                 struct h_case *out, int *n, int cap)
+{
+    if (!seed)
+        return;
+    uint64_t st = seed;
+    char l[48];
+    /* past 64: 64 a + b, a in 1..3, b in 1..63 */
+#define H_PAST64(st) (64 * h_draw_in(st, 1, 3) + h_draw_in(st, 1, 63))
+    for (int i = 0; i < 3 && *n < cap; i++) {
+        size_t a, b, c, d;
+        struct h_case *o = &out[*n];
+        if (op == H_OP_GEMV) {
+            a = i == 0 ? h_draw_in(&st, 9, 56) : i == 1 ? h_draw_in(&st, 200, 800) : h_draw_in(&st, 3, 6);
+            b = i == 0 ? H_PAST64(&st) : i == 1 ? h_draw_in(&st, 9, 32) : h_draw_in(&st, 1000, 4001);
+            snprintf(l, sizeof l, "m=%zu,k=%zu,drawn", a, b);
+            h_case_set(o, l, 1, 0, 0, a, b, 1);
+        } else if (family == 3) {
+            /* m, n, k past 8/16/32 (n past 64), a k in 200..499 and one in
+             * 1000..5000: at most 1e5 multiply-adds each, about the fixed
+             * list's whole matmul work together (a drawn case runs at every
+             * VLEN, its reference in the emulated judge) */
+            if (i == 0) {
+                a = h_draw_in(&st, 9, 8); b = 64 + h_draw_in(&st, 1, 63); c = h_draw_in(&st, 9, 16);
+                d = h_draw_in(&st, 1, 2);
+            } else if (i == 1) {
+                a = h_draw_in(&st, 2, 3); b = h_draw_in(&st, 9, 16); c = h_draw_in(&st, 200, 300);
+                d = 1;
+            } else {
+                a = h_draw_in(&st, 1, 2); b = h_draw_in(&st, 3, 6); c = h_draw_in(&st, 1000, 4001);
+                d = 1;
+            }
+            snprintf(l, sizeof l, "m=%zu,n=%zu,k=%zu,b=%zu,drawn", a, b, c, d);
+            h_case_set(o, l, b, 0, 0, a, c, d);
+        } else if (family == 2 || rowwise) {
+            a = i == 0 ? h_draw_in(&st, 9, 24) : i == 1 ? h_draw_in(&st, 2, 3) : h_draw_in(&st, 1, 2);
+            b = i == 0 ? H_PAST64(&st) : i == 1 ? h_draw_in(&st, 200, 800) : h_draw_in(&st, 1000, 4001);
+            snprintf(l, sizeof l, "rows=%zu,cols=%zu,drawn", a, b);
+            h_case_set(o, l, 0, a, b, 0, 0, 0);
+        } else {
+            a = i == 0 ? H_PAST64(&st) : i == 1 ? h_draw_in(&st, 200, 800) : h_draw_in(&st, 1000, 4001);
+            snprintf(l, sizeof l, "n=%zu,drawn", a);
+            h_case_set(o, l, a, 1, a, 0, 0, 0);
+        }
+        (*n)++;
+    }
+#undef H_PAST64
+}
+
 /* The scalar arguments (struct kope_scalars) of case number idx (0 = the
  * task case) of a verify run: the task case keeps the defaults (alpha the
  * fill's random value in [-2, 2], clamp to [-1, 1.5], eps 1e-5); every other
@@ -266,7 +343,8 @@ static inline size_t h_special_values(int op, int family, int rowwise, int user_
 /* Mix the special values into x[nx] (and y[ny], elementwise ops: NULL if
  * none) of a special case with rows x cols. One special value every 7th
  * element; for row-wise ops and reductions row 0 is all-equal (degenerate,
- * value row0) and, for softmax, row 1 is -inf but one element. */
+ * value row0), row 2 all zeros (not for a user op) and, for softmax, row 1
+ * is -inf but one element. */
 static inline void h_fill_specials(int op, int family, int rowwise, int user_ranged, float row0,
                                    float *x, size_t nx, size_t rows, size_t cols, float *y,
                                    size_t ny)
@@ -281,6 +359,12 @@ static inline void h_fill_specials(int op, int family, int rowwise, int user_ran
     if (op == H_OP_SOFTMAX && rows > 1 && 2 * cols <= nx)
         for (size_t i = 0; i < cols; i++)
             x[cols + i] = i == cols / 2 ? 1.0f : -INFINITY;
+    /* row 2 all zeros: the degenerate input of the norms (a zero sum of
+     * squares, layernorm's zero variance: eps alone), a uniform softmax, an
+     * argmax where every index ties */
+    if ((family == 2 || rowwise) && op != H_OP_USER && rows > 2 && 3 * cols <= nx)
+        for (size_t i = 0; i < cols; i++)
+            x[2 * cols + i] = 0.0f;
     if (y && family == 0)
         for (size_t i = 3; ns && i < ny; i += 11)
             y[i] = sv[(i / 11) % ns];

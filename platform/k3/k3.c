@@ -97,6 +97,7 @@ static const struct { const char *from, *to; } rt_files[] = {
     {"platform/k3/embed/base.c", "base.c"},       {"platform/k3/embed/blas.c", "blas.c"},
     {"platform/k3/embed/sleef.c", "sleef.c"},     {"platform/k3/embed/user.c", "user.c"},
     {"platform/k3/embed/kserve.c", "kserve.c"},   {"platform/k3/embed/kproto.h", "kproto.h"},
+    {"platform/k3/embed/kcall.S", "kcall.S"},     {"platform/k3/embed/kcall.h", "kcall.h"},
 };
 
 /* ------------------------------------------------------------- helpers --- */
@@ -407,6 +408,7 @@ static int model_open(struct platform *p, struct k3 *k)
              model);
     return 0;
 }
+static int vlens_parse(struct k3 *k, const char *text); /* below, with the VLEN recheck */
 
 static int k3_open(struct platform *p)
 {
@@ -487,6 +489,14 @@ static int k3_open(struct platform *p)
     int mrc = model_open(p, k);
     if (mrc)
         return mrc;
+    /* platform.k3.verify_seed: a string ("123", "0x..."), since a JSON
+     * number holds 53 bits only; replays the drawn sizes of a recorded
+     * verify_seed */
+    const char *vs = plat_setting_str(p, "verify_seed");
+    k->verify_seed = vs && *vs ? strtoull(vs, NULL, 0) : 0;
+    if (vlens_parse(k, plat_setting_str(p, "verify_vlens")) != 0)
+        return plat_set_err(p, PLAT_ERR_BAD_TASK, "platform.k3.verify_vlens: ascending powers of two "
+                            "from 128 to 1024, comma-separated, e.g. \"128,256,512,1024\"");
     int dl = s->dlen_bits;
     if (dl && (dl < 32 || (dl & (dl - 1)) || (k->emulated && dl > runner_vlen(k))))
         return plat_set_err(p, PLAT_ERR_BAD_TASK, "platform.k3.dlen %d: needs a power of two from 32 "
@@ -734,6 +744,8 @@ static int rt_build(struct platform *p)
         rc = rt_compile(p, "harness.c", "harness.o", "-O2", NULL);
     if (!rc)
         rc = rt_compile(p, "kserve.c", "kserve.o", "-O2", NULL);
+    if (!rc)
+        rc = rt_compile(p, "kcall.S", "kcall.o", NULL, NULL);
     if (!rc)
         rc = rt_compile(p, "ref.c", "ref.o", "-O2", NULL);
     if (!rc)
@@ -1027,7 +1039,8 @@ static int link_judge(struct platform *p, const struct plat_task *t, const char 
 }
 
 /* Link the KERNEL program: kserve.o (the command loop, fault classes, the
- * malloc count through --wrap, the icount markers) with obj as kope_kernel,
+ * malloc count through --wrap, the icount markers) and kcall.o (kcall.S:
+ * the trampoline every call goes through) with obj as kope_kernel,
  * and libc, into prog. 0 when the linker ran. */
 static int link_kernel(struct platform *p, const char *obj, const char *prog, const char *rw_dir,
                        struct proc_result *res, char *diag, size_t dl)
@@ -1043,6 +1056,7 @@ static int link_kernel(struct platform *p, const char *obj, const char *prog, co
      * the linker open PATH (GNU ld reads no dependent libraries at all) */
     proc_cmd_split(&c, k->ld_no_deplibs ? "-Wl,--no-dependent-libraries" : NULL);
     proc_cmd_arg(&c, "%s/kserve.o", k->rt);
+    proc_cmd_arg(&c, "%s/kcall.o", k->rt); /* the call: clean state before, callee-saved checked after */
     proc_cmd_arg(&c, "%s", obj);
     proc_cmd_arg(&c, "-lm");
     proc_cmd_arg(&c, "-o");
@@ -1753,6 +1767,7 @@ static int harness_run_in(struct platform *p, const struct plat_task *t, const s
     if (strcmp(mode, "measure") == 0 && ((k->native && !k->runner[0]) || (s->flags & PLAT_SET_AA)))
         hf |= H_FLAG_AA;
     proc_cmd_arg(&c, "flags=%d", hf);
+    proc_cmd_split(&c, k->run_extra[0] ? k->run_extra : NULL); /* k3_verify's (size_seed=, recheck=) */
     /* how the judge starts the kernel program: under a runner (qemu-user)
      * by exec'ing the runner, one kr= per word (the first an absolute
      * path), with the program's path and, in measure runs, the plugin's
@@ -1945,20 +1960,87 @@ static void classify(const struct hrun *h, enum plat_fail *reason, int *sig, cha
     plat_run_classify(&h->res, &h->r, NULL, "harness", reason, sig, detail, dl);
 }
 
-static int k3_verify(struct platform *p, const struct plat_task *t, const struct plat_build *b,
-                     struct plat_verify *out)
+/* ------------------------------------------------ verification widened --- */
+
+/* The VLENs a verdict must hold at (k->vlens, platform.k3.verify_vlens;
+ * this by default): candidates are compiled for rv64gcv, whose zvl128b is
+ * all they may assume, and the exported library runs on whatever RVV 1.0
+ * machine the user has (qemu 7.2 goes up to 1024). */
+static const int k3_vlens[K3_MAX_VLENS] = {128, 256, 512, 1024};
+
+/* platform.k3.verify_vlens ("128,256,512,1024": ascending powers of two
+ * from 128 to 1024) into k->vlens; -1 when malformed. */
+static int vlens_parse(struct k3 *k, const char *text)
 {
-    struct k3 *k = p->priv;
-    struct hrun *h = malloc(sizeof *h);
-    if (!h)
-        return plat_set_err(p, PLAT_ERR_NOMEM, "out of memory");
-    int rc = harness_run(p, t, b, "verify", h);
-    if (rc)
-        goto out;
+    k->n_vlens = 0;
+    if (!text) {
+        memcpy(k->vlens, k3_vlens, sizeof k3_vlens);
+        k->n_vlens = K3_MAX_VLENS;
+        return 0;
+    }
+    const char *q = text;
+    while (*q) {
+        char *end;
+        long v = strtol(q, &end, 10);
+        if (end == q || v < 128 || v > 1024 || (v & (v - 1)) || k->n_vlens >= K3_MAX_VLENS ||
+            (k->n_vlens && v <= k->vlens[k->n_vlens - 1]))
+            return -1;
+        k->vlens[k->n_vlens++] = (int)v;
+        q = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',')
+            return -1;
+    }
+    return k->n_vlens ? 0 : -1;
+}
+
+/* runner with its "vlen=N" replaced by vlen, into out[cap]; -1 when the
+ * runner has no vlen= (a user's own runner: its one VLEN is all there is)
+ * or out is too small. */
+static int runner_at_vlen(const char *runner, int vlen, char *out, size_t cap)
+{
+    const char *v = strstr(runner, "vlen=");
+    if (!v)
+        return -1;
+    const char *e = v + 5;
+    while (*e >= '0' && *e <= '9')
+        e++;
+    int n = snprintf(out, cap, "%.*svlen=%d%s", (int)(v - runner), runner, vlen, e);
+    if (n < 0 || (size_t)n >= cap)
+        return -1;
+    /* The agnostic policy may write tail and masked-off elements as all
+     * ones or leave them undisturbed (RVV 1.0): the VLEN-256 run and the
+     * others use all ones (rvv_ta_all_1s/rvv_ma_all_1s), the VLEN-512 run
+     * qemu's undisturbed, so a kernel relying on either is caught (the
+     * outsider red team's tail-agnostic-ones-reliance). */
+    if (vlen == 512) {
+        static const char *const ones[] = {",rvv_ta_all_1s=true", ",rvv_ma_all_1s=true"};
+        for (size_t i = 0; i < 2; i++) {
+            char *o = strstr(out, ones[i]);
+            if (o)
+                memmove(o, o + strlen(ones[i]), strlen(o + strlen(ones[i])) + 1);
+        }
+    }
+    return 0;
+}
+
+/* The seed of one verify's drawn sizes (verdict.h, h_cases_drawn): the
+ * setting platform.k3.verify_seed when given, else fresh from the host's
+ * getrandom, so a kernel cannot know them; never 0 (0 = none drawn). */
+static uint64_t verify_seed_draw(const struct k3 *k)
+{
+    uint64_t seed = k->verify_seed;
+    if (!seed && getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed)
+        seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+    return seed ? seed : 1;
+}
+
+/* out from one verify run's report h. */
+static void verify_fill(const struct k3 *k, const struct hrun *h, struct plat_verify *out)
+{
     out->emulated = k->emulated;
-    out->wall_ms = h->res.wall_ms;
     out->n_cases = h->r.n_cases;
     memcpy(out->cases, h->r.cases, sizeof h->r.cases);
+    out->max_abs = out->max_rel = out->norm_err = 0;
     for (int i = 0; i < h->r.n_cases; i++) {
         const struct plat_case *c = &h->r.cases[i];
         /* the worst error is an accuracy figure: special-value cases (1e30 +
@@ -1970,12 +2052,118 @@ static int k3_verify(struct platform *p, const struct plat_task *t, const struct
         if (c->norm_err > out->norm_err) out->norm_err = c->norm_err;
     }
     classify(h, &out->reason, &out->signal, out->detail, sizeof out->detail);
-    out->reduced_shape = h->reduced_shape;
     out->pass = out->reason == PLAT_FAIL_NONE && h->r.done && h->r.n_cases > 0;
     if (!out->pass && out->reason == PLAT_FAIL_NONE) {
         out->reason = PLAT_FAIL_HARNESS;
         snprintf(out->detail, sizeof out->detail, "no case was reported");
     }
+}
+
+/* After the run at the runner's VLEN passed: the candidate again under qemu
+ * at every other VLEN of k->vlens, with the same drawn sizes and recheck=1
+ * (harness.c: round 1 of every case, the task case cut to 1e5 work; the
+ * repeated rounds test state, which does not depend on the VLEN, and the
+ * run at the runner's VLEN had them). The case list follows the VLEN (its
+ * VL-1, VL+1 lengths come from vsetvlmax). A failure is the verdict, its
+ * detail prefixed with the VLEN, its cases the failing run's. Writes the
+ * VLENs verified, comma-separated, into done[cap]. Baselines are never run
+ * here (verify runs none; OpenBLAS is built for zvl256b). */
+static int k3_vlen_recheck(struct platform *p, const struct plat_task *t, const struct plat_build *b,
+                           struct hrun *h, struct plat_verify *out, char *done, size_t cap)
+{
+    struct k3 *k = p->priv;
+    int v0 = runner_vlen(k), rc = 0;
+    unsigned ok = 0;
+    char saved[sizeof k->runner], at[sizeof k->runner];
+    snprintf(done, cap, "%d", v0);
+    memcpy(saved, k->runner, sizeof saved);
+    double wall = out->wall_ms;
+    for (int i = 0; i < k->n_vlens && out->pass; i++) {
+        int vl = k->vlens[i];
+        if (vl == v0 || runner_at_vlen(saved, vl, at, sizeof at) != 0)
+            continue;
+        memcpy(k->runner, at, sizeof at);
+        snprintf(k->run_extra, sizeof k->run_extra, "size_seed=%llu recheck=1",
+                 (unsigned long long)out->size_seed);
+        rc = harness_run(p, t, b, "verify", h);
+        memcpy(k->runner, saved, sizeof saved);
+        k->run_extra[0] = '\0';
+        if (rc)
+            return rc;
+        wall += h->res.wall_ms;
+        /* a failure: the failing run's cases and words, after its VLEN (the
+         * seed and the first run's shape flag kept) */
+        struct plat_verify *w = malloc(sizeof *w);
+        if (!w)
+            return plat_set_err(p, PLAT_ERR_NOMEM, "out of memory");
+        *w = *out;
+        verify_fill(k, h, w);
+        if (!w->pass) {
+            snprintf(out->detail, sizeof out->detail, "at VLEN %d (emulated): %.200s", vl, w->detail);
+            memcpy(w->detail, out->detail, sizeof w->detail);
+            snprintf(w->method, sizeof w->method, "failed at VLEN %d (emulated) after passing at %s",
+                     vl, done);
+            *out = *w;
+        }
+        free(w);
+        if (!out->pass)
+            break;
+        ok |= 1u << i;
+    }
+    /* the VLENs verified, in ascending order */
+    size_t dl = 0;
+    done[0] = '\0';
+    int own = 1; /* the runner's own VLEN is in the list */
+    for (int i = 0; i < k->n_vlens && out->pass; i++) {
+        if (k->vlens[i] > v0 && own) { /* in its place */
+            dl += (size_t)snprintf(done + dl, dl < cap ? cap - dl : 0, "%s%d", dl ? "," : "", v0);
+            own = 0;
+        }
+        if (k->vlens[i] == v0)
+            own = 0;
+        if ((ok & (1u << i)) || k->vlens[i] == v0)
+            dl += (size_t)snprintf(done + dl, dl < cap ? cap - dl : 0, "%s%d", dl ? "," : "", k->vlens[i]);
+    }
+    if (own && out->pass)
+        snprintf(done + dl, dl < cap ? cap - dl : 0, "%s%d", dl ? "," : "", v0);
+    out->wall_ms = wall;
+    return 0;
+}
+
+/* Verify: the cases at the runner's VLEN (natively, the machine's), the
+ * fixed list plus sizes drawn from a fresh seed; then, under qemu, again at
+ * the other VLENs (k3_vlen_recheck). */
+static int k3_verify(struct platform *p, const struct plat_task *t, const struct plat_build *b,
+                     struct plat_verify *out)
+{
+    struct k3 *k = p->priv;
+    struct hrun *h = malloc(sizeof *h);
+    if (!h)
+        return plat_set_err(p, PLAT_ERR_NOMEM, "out of memory");
+    out->size_seed = verify_seed_draw(k);
+    snprintf(k->run_extra, sizeof k->run_extra, "size_seed=%llu", (unsigned long long)out->size_seed);
+    int rc = harness_run(p, t, b, "verify", h);
+    k->run_extra[0] = '\0';
+    if (rc)
+        goto out;
+    out->wall_ms = h->res.wall_ms;
+    verify_fill(k, h, out);
+    out->reduced_shape = h->reduced_shape;
+    int v0 = runner_vlen(k);
+    char done[64];
+    snprintf(done, sizeof done, "%d", v0);
+    out->method[0] = '\0';
+    int qemu = k->runner[0] && strstr(k->runner, "qemu") != NULL;
+    if (out->pass && qemu && (rc = k3_vlen_recheck(p, t, b, h, out, done, sizeof done)))
+        goto out;
+    if (!out->method[0])
+        snprintf(out->method, sizeof out->method, "%s at VLEN %s (%s%s)",
+                 out->pass ? "verified" : "failed", done, qemu ? "emulated" : "native",
+                 qemu && !strstr(k->runner, "vlen=") && out->pass ? "; the runner sets no vlen= to vary"
+                                                                 : "");
+    size_t ml = strlen(out->method);
+    snprintf(out->method + ml, sizeof out->method - ml, "; drawn sizes seed %llu",
+             (unsigned long long)out->size_seed);
 out:
     free(h);
     return rc;

@@ -33,10 +33,19 @@
 #endif
 
 /* The target's state behind struct platform.priv. */
+#define K3_MAX_VLENS 4 /* VLENs a verify under qemu runs at: 128 to 1024 */
+
 struct k3 {
     char cc[K3_CMD_MAX];      /* compiler command (words split on spaces) */
     char cflags[K3_CMD_MAX];  /* candidate flags */
     char runner[K3_CMD_MAX];  /* "" = run directly */
+    char run_extra[96];       /* harness arguments k3_verify adds to its runs (the drawn
+                                 sizes' seed, recheck=1); "" otherwise */
+    uint64_t verify_seed;     /* platform.k3.verify_seed: fixed seed of the drawn sizes
+                                 (reproducing a failure, tests); 0 = getrandom per verify */
+    int vlens[K3_MAX_VLENS];  /* platform.k3.verify_vlens: the VLENs a verify under qemu
+                                 must pass at (default 128, 256, 512, 1024), ascending */
+    int n_vlens;
     char ldflags[64];         /* linker choice for harness programs ("-fuse-ld=lld" or "") */
     int native;               /* running on riscv64 */
     int emulated;             /* candidates run under an emulator, or natively in a

@@ -163,7 +163,11 @@ static void k3_cases(const struct plat_task *t, char *buf, size_t cap)
     add(buf, cap, &off, "The judge's cases, in order: the task shape, then");
     for (int i = 0; i < n; i++)
         add(buf, cap, &off, "%s %s", i ? "," : "", c[i].label);
-    add(buf, cap, &off, "; then the task shape again with new inputs in the same buffers.");
+    add(buf, cap, &off, "; then three sizes drawn per verify from a fresh seed (remainders past 8, 16, 32 "
+                        "and 64, one in 200..999, one in 1000..5000: not known in advance); then the task "
+                        "shape again with new inputs in the same buffers. Under emulation a pass at VLEN "
+                        "256 is checked again at VLEN 128, 512 and 1024: read the vector length, never "
+                        "assume 8 lanes.");
     if (t->family == PLAT_FAM_MATMUL) {
         add(buf, cap, &off, " The special cases put NaN, +Inf and -Inf in rows 0-2 of A and columns 1-2 of B, "
                             "+0 and -0 meeting an Inf (0 x Inf is NaN), and wide finite magnitudes "
@@ -177,8 +181,9 @@ static void k3_cases(const struct plat_task *t, char *buf, size_t cap)
         for (size_t i = 0; i < ns; i++)
             add(buf, cap, &off, "%s %.3g", i ? "," : "", (double)sv[i]);
         if (t->family == PLAT_FAM_REDUCTION || rowwise)
-            add(buf, cap, &off, "; row 0 is all one value%s", t->op == PLAT_OP_SOFTMAX
-                                                                  ? ", row 1 is -inf but one element" : "");
+            add(buf, cap, &off, "; row 0 is all one value%s%s",
+                t->op == PLAT_OP_SOFTMAX ? ", row 1 is -inf but one element" : "",
+                t->op != PLAT_OP_USER ? ", row 2 all zeros" : "");
         add(buf, cap, &off, ".");
     }
     add(buf, cap, &off, "\n");

@@ -7,8 +7,8 @@
  * (platform/proc.c) and reads its report from fd 3.
  *
  *   harness mode=verify|measure op=NAME n= rows= cols= m= k= batch=
- *           rtol= atol= seed= [min_ms= max_rep= max_work= flags=]
- *           [kr=RUNNER-WORD ... kprog=PATH [kplugin=ARG]]
+ *           rtol= atol= seed= [min_ms= max_rep= max_work= flags=
+ *           size_seed= recheck=] [kr=RUNNER-WORD ... kprog=PATH [kplugin=ARG]]
  *
  * The JUDGE (this program) owns the case list, the master copy of every
  * input, the double-precision reference, the comparison, the clock and the
@@ -66,6 +66,12 @@
  *     reports); the FP rounding mode is checked after every call;
  *   - natively, the kernel program runs under a seccomp allow-list from its
  *     first instruction.
+ *   - in the kernel program, every call goes through kcall.S: FP/vector
+ *     control state and v0-v31 reset before it, canaries in s0-s11/fs0-fs11
+ *     and sp/gp/tp checked after it (STATEFUL, the register named);
+ *   - verify adds three sizes drawn from size_seed= (verdict.h,
+ *     h_cases_drawn), which kope draws per run and records; recheck=1 is
+ *     kope's re-run at another VLEN (round 1 only);
  */
 #define _GNU_SOURCE 1
 #include <errno.h>
@@ -97,6 +103,7 @@
 #include "hargs.h"
 #include "kproto.h" /* the kernel program's descriptors, commands, status page, arena table */
 #include "verdict.h" /* case list, special values, per-element verdict: shared with host.cpp */
+#include "kcall.h"   /* kcall_reg_name: the kernel program's call (kserve.c) names the register */
 
 #if defined(__riscv_vector)
 #include <riscv_vector.h>
@@ -149,6 +156,7 @@ static const char *const k_reason[KS_COUNT][2] = {
     {"stateful", "left the FP rounding mode changed"},
     {"harness", "fault in the harness's kernel process outside the call"},
     {"crash", "the kernel program could not map its operands (a constructor in the way?)"},
+    {"stateful", "abi: left a callee-saved register changed:"}, /* + its name (kcall.h) */
 };
 static struct ks_status *g_kstat; /* in the arena: shared with every kernel process */
 static int g_is_kernel_proc;      /* a baseline's forked process (trusted code) */
@@ -1074,7 +1082,10 @@ static void kproc_died(struct kproc *k)
     if (set >= 0 && set < g_n_sets && set < g_n_cases)
         snprintf(where, sizeof where, " (case %s)", g_cases[set].label);
     if (WIFEXITED(st) && WEXITSTATUS(st) == H_EXIT_FAIL && code > 0 && code < KS_COUNT) {
-        snprintf(d, sizeof d, "%s%s", k_reason[code][1], where);
+        snprintf(d, sizeof d, "%s%s%s%s", k_reason[code][1], code == KS_ABI ? " " : "",
+                 code == KS_ABI ? kcall_reg_name(sig) : "", where);
+        if (code == KS_ABI)
+            sig = 0;
         fail_exit(k_reason[code][0], sig, d);
     }
     if (WIFSIGNALED(st)) {
@@ -1584,6 +1595,14 @@ static void out_prefill(void)
  * adds, or elements of its largest operand): under qemu a second call of a
  * full-shape matmul task doubles the kernel's share of the verify run. */
 #define H_PRIOR_FILL_WORK 2e6
+/* recheck=1 (kope's verify at another VLEN, k3_vlen_recheck): round 1 of
+ * every case only, the task case cut to this much work (batch, M or rows
+ * halved first; N mod 256, K and cols, which decide the tails, kept). What
+ * depends on the VLEN (strip-mining, tails, register-group sizes, vlenb)
+ * shows there; the repeated rounds test state, which the run at the first
+ * VLEN has, and more rows of the same length add nothing VLEN-specific. */
+#define H_RECHECK_MAX_WORK 1e5
+static int g_recheck;
 
 /* Verify every case in one kernel process, forked once all the cases'
  * operands are mapped (and before any reference exists). Round 1: every
@@ -1658,7 +1677,7 @@ static void verify_all(uint64_t seed)
     /* round 2, then the small rounds; round tells which */
     char label[96];
     int bad = !ok0 || passed != all, round_bad = 0;
-    for (int round = 2; !bad && passed; round++) {
+    for (int round = 2; !bad && passed && !g_recheck; round++) {
         uint32_t mask = round == 2 ? passed : small;
         if (round > 2 && (calls >= H_CALLS_PER_PROCESS || !mask))
             break;
@@ -1705,10 +1724,11 @@ static void verify_all(uint64_t seed)
         free(round1[i]);
         round1[i] = NULL;
     }
-    if (ok0 && !round_bad) {
+    if (ok0 && !round_bad && !g_recheck) {
         /* the task case again with new values in the same buffers of the
          * same process: a kernel that caches fails here (a failure of the
-         * repeated rounds above is the verdict already) */
+         * repeated rounds above is the verdict already; a recheck at another
+         * VLEN tests the VLEN, and this run tested state) */
         set_select(0);
         g_cur_set = 0;
         g_rng = (seed + 0) ^ 0x9e3779b97f4a7c15ull;
@@ -1781,6 +1801,12 @@ int main(int argc, char **argv)
     int min_ms = atoi(arg(argc, argv, "min_ms", "200"));
     int max_rep = atoi(arg(argc, argv, "max_rep", "1000"));
     double max_work = strtod(arg(argc, argv, "max_work", "0"), NULL);
+    /* verify: the seed of the drawn sizes (verdict.h, h_cases_drawn; 0 = none),
+     * and recheck=1 for kope's re-run at another VLEN (round 1 only) */
+    uint64_t size_seed = strtoull(arg(argc, argv, "size_seed", "0"), NULL, 10);
+    g_recheck = atoi(arg(argc, argv, "recheck", "0")) == 1;
+    if (g_recheck && (max_work <= 0 || max_work > H_RECHECK_MAX_WORK))
+        max_work = H_RECHECK_MAX_WORK;
     faults_install();
 
     /* the task's own shape, scaled down only when the caller caps the work
@@ -1841,6 +1867,7 @@ int main(int argc, char **argv)
     if (strcmp(mode, "verify") == 0) {
         case_add(task.label, task.n, task.rows, task.cols, task.m, task.k, task.batch);
         cases_awkward(v1, v8);
+        h_cases_drawn(g_op, g_family, op_rowwise(g_op), size_seed, g_cases, &g_n_cases, H_MAX_CASES);
         verify_all(seed);
         report("done\n");
         return 0;

@@ -47,7 +47,7 @@ struct ks_cmd {
 /* What a kernel process says about its own end (the status page). */
 enum {
     KS_NONE = 0, KS_MEMORY, KS_OOB_WRITE, KS_READ_PAST, KS_INPUT_WRITE, KS_SEGV, KS_SIGNAL, KS_FRM,
-    KS_HARNESS, KS_SETUP, KS_COUNT
+    KS_HARNESS, KS_SETUP, KS_ABI, KS_COUNT
 };
 struct ks_status {
     volatile int32_t code, sig;
