@@ -467,6 +467,254 @@ static void test_insider2_negative_gamma(void **state)
     platform_build_free(P, &b);
 }
 
+/* ---- session 7 outsider (tests/redteam/outsider2-*.c): every one of these got
+ * through on the day it was written; each test records what kope does today and
+ * says "open" where there is no defence yet. When a defence lands, the test's
+ * assertion of today's behaviour fails and must be turned into "caught". */
+
+/* absolute path of tests/redteam/<name> */
+static const char *kernel_path(const char *name)
+{
+    static char path[8][1024];
+    static unsigned slot;
+    const char *src = getenv("KOPE_SRC");
+    char *p = path[slot++ % 8];
+    snprintf(p, sizeof path[0], "%s/tests/redteam/%s", src ? src : ".", name);
+    return p;
+}
+
+/* `kope measure FILE --task T --verify-only`: its output in o, its exit code */
+static int verify_only(char *o, size_t cap, const char *name, const char *task)
+{
+    int rc = run_cmd(o, cap, "%s measure %s --task %s --verify-only 2>&1", kope_bin(),
+                     kernel_path(name), task);
+    fprintf(stderr, "  %s on %s -> rc %d\n", name, task, rc);
+    return rc;
+}
+
+/* open: kernels that compute wrong results where a user can call them, and that
+ * pass every case of the judge today (the file's comment says where each is
+ * wrong and why the case list misses it). */
+static void test_outsider2_wrong_kernels_pass_open(void **state)
+{
+    (void)state;
+    static const char *const k[][2] = {
+        {"outsider2-integer-input-hole.c", "add-res-896"},      /* x a small integer */
+        {"outsider2-inplace-alias.c", "add-res-896"},           /* out == x */
+        {"outsider2-page-end-fingerprint.c", "add-res-896"},    /* out not page-aligned at its end */
+        {"outsider2-zero-length-write.c", "add-res-896"},       /* n == 0 */
+        {"outsider2-below-sp-scratch.c", "add-res-4096"},       /* a signal during the call */
+        {"outsider2-build-env-dependent.c", "add-res-896"},     /* source built without zbb */
+        {"outsider2-clamp-inverted-bounds.c", "clamp-act-11008"}, /* lo > hi */
+        {"outsider2-argmax-last-tie.c", "argmax-vocab-32000x8"}, /* ties: last, not first */
+        {"outsider2-l2norm-range-gap.c", "l2norm-embed-1024"},  /* |x| > 1.8e19 or < 1e-23 */
+        {"outsider2-softmax-flush-small.c", "softmax-vocab-151936"}, /* p < 9e-7 written as 0 */
+        {"outsider2-value-range-speed.c", "exp-scores-4096"},   /* slow path never measured */
+    };
+    static char o[1 << 16];
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        int rc = verify_only(o, sizeof o, k[i][0], k[i][1]);
+        if (rc != 0 || !strstr(o, "verify: PASS"))
+            fail_msg("%s no longer passes (%d): a defence landed? update this test:\n%s", k[i][0], rc, o);
+    }
+}
+
+/* Caught since: bidi controls in comments (the text allow-list, screen
+ * [character]), and a kernel that relies on all-ones agnostic tails (the
+ * VLEN-512 recheck runs qemu's undisturbed policy). */
+static void test_outsider2_wrong_kernels_caught(void **state)
+{
+    (void)state;
+    static char o[1 << 16];
+    assert_int_not_equal(verify_only(o, sizeof o, "outsider2-trojan-source-bidi.c", "add-res-4096"), 0);
+    assert_non_null(strstr(o, "[character]"));
+    assert_non_null(strstr(o, "U+202"));
+    assert_int_not_equal(verify_only(o, sizeof o, "outsider2-tail-agnostic-ones-reliance.c", "max-vocab-128256"), 0);
+    assert_non_null(strstr(o, "at VLEN 512"));
+}
+
+/* Caught: the verify run's kernel process wrote c<id>/harness, the program
+ * kope ran as the judge (raw system calls through a libc "ecall; ret"
+ * gadget), and the measure run executed the changed file (its counted call
+ * failed at element 5, 7 if the bytes were not there; in the verify run the
+ * change showed in the running program's own mapping: element 11, 13 if
+ * not). Now the judge is a program in rt/ no run can write, and a run writes
+ * only its own folder: neither marker of a change appears. */
+static void test_outsider2_judge_program_not_writable(void **state)
+{
+    (void)state;
+    static char o[1 << 16];
+    const char *db = tpath("rw.db");
+    test_store_init(db);
+    int rc = run_cmd(o, sizeof o, "%s --db %s run --task add-res-896 --seed %s --offline --budget 1 2>&1",
+                     kope_bin(), db, kernel_path("outsider2-rewrite-judge-binary.c"));
+    fprintf(stderr, "%s\n", o);
+    (void)rc;
+    assert_null(strstr(o, "wrong_result at element 5"));
+    const char *db2 = tpath("rw2.db");
+    test_store_init(db2);
+    rc = run_cmd(o, sizeof o, "%s --db %s run --task add-res-896 --seed %s --offline --budget 1 2>&1",
+                 kope_bin(), db2, kernel_path("outsider2-rewrite-judge-live-mapping.c"));
+    fprintf(stderr, "%s\n", o);
+    assert_null(strstr(o, "wrong_result at element 11"));
+}
+
+/* open: a failing kernel puts 4 bytes of its process's memory (the judge's
+ * argv[0], found on the stack) in out[0]; the reason and the next prompt quote
+ * the value's bits in full, so they reach the LLM: "got ... (0x....2f)" is "/"
+ * and the next three bytes of the harness path. */
+static void test_outsider2_process_memory_in_prompt_open(void **state)
+{
+    (void)state;
+    static char o[1 << 17];
+    const char *db = tpath("leak.db");
+    test_store_init(db);
+    int rc = run_cmd(o, sizeof o, "%s --db %s run --task add-res-896 --seed %s --offline --budget 1 2>&1",
+                     kope_bin(), db, kernel_path("outsider2-leak-judge-argv.c"));
+    (void)rc;
+    rc = run_cmd(o, sizeof o, "%s --db %s context add-res-896", kope_bin(), db);
+    assert_int_equal(rc, 0);
+    const char *g = strstr(o, "wrong_result at element 0");
+    assert_non_null(g);
+    g = strstr(g, "got ");
+    assert_non_null(g);
+    const char *h = strstr(g, "(0x");
+    assert_non_null(h);
+    assert_memory_equal(h + 9, "2f)", 3); /* the low byte: '/' */
+}
+
+/* Caught: a suite's "seed" could name any file of the host (absolute or
+ * ../): its bytes became the decision's source blob, left in `kope graph
+ * export` (and reached the LLM in the next prompt); a FIFO there blocked
+ * `kope tasks --suite` for ever. Now a suite's file names are relative to
+ * its folder, opened O_NOFOLLOW|O_NONBLOCK, regular files only. */
+static void test_outsider2_suite_paths_refused(void **state)
+{
+    (void)state;
+    static char o[1 << 17], js[4096];
+    const char *secret = tpath("fake-id_rsa"), *suite = tpath("hostseed.json"), *db = tpath("hs.db"),
+               *shard = tpath("hs.jsonl"), *fifo = tpath("seed.fifo"), *suite2 = tpath("fifo.json");
+    test_write_text(secret, "OUTSIDER2-FAKE-SECRET-LINE\n");
+    snprintf(js, sizeof js, "{\"suite\": \"s\", \"tasks\": [{\"name\": \"add-a\", \"op\": \"add\", "
+             "\"dtype\": \"f32\", \"shape\": {\"n\": 64}, \"seed\": \"%s\"}]}\n", secret);
+    test_write_text(suite, js);
+    test_store_init(db);
+    int rc = run_cmd(o, sizeof o, "%s --db %s run --suite %s --offline --budget 1 2>&1", kope_bin(), db, suite);
+    assert_int_not_equal(rc, 0);
+    assert_non_null(strstr(o, "is not a file name kope reads from a suite"));
+    rc = run_cmd(o, sizeof o, "%s --db %s graph export -o %s 2>&1", kope_bin(), db, shard);
+    assert_int_equal(rc, 0);
+    rc = run_cmd(o, sizeof o, "grep -c OUTSIDER2-FAKE-SECRET-LINE %s", shard);
+    assert_int_not_equal(rc, 0); /* not in the shard */
+    snprintf(js, sizeof js, "{\"suite\": \"s\", \"tasks\": [{\"name\": \"add-f\", \"op\": \"add\", "
+             "\"dtype\": \"f32\", \"shape\": {\"n\": 8}, \"seed\": \"%s\"}]}\n", fifo);
+    test_write_text(suite2, js);
+    rc = run_cmd(o, sizeof o, "rm -f %s && mkfifo %s && timeout 60 %s tasks --suite %s 2>&1", fifo, fifo,
+                 kope_bin(), suite2);
+    assert_int_not_equal(rc, 124); /* refused at once, not blocked */
+    assert_int_not_equal(rc, 0);
+    /* and beside the suite, a FIFO is refused without blocking too */
+    snprintf(js, sizeof js, "{\"suite\": \"s\", \"tasks\": [{\"name\": \"add-f\", \"op\": \"add\", "
+             "\"dtype\": \"f32\", \"shape\": {\"n\": 8}, \"seed\": \"seed.fifo\"}]}\n");
+    test_write_text(suite2, js);
+    rc = run_cmd(o, sizeof o, "timeout 60 %s tasks --suite %s 2>&1", kope_bin(), suite2);
+    assert_int_not_equal(rc, 124);
+    assert_non_null(strstr(o, "not a regular file"));
+}
+
+/* Caught: terminal control bytes of a suite's free text were printed raw by
+ * `kope tasks`, and a seed's file name raw by `kope run`. Now a suite's text
+ * is on the text allow-list (refused, with the code point) and kope run
+ * prints names through termsafe (tests/test_kernels.c). */
+static void test_outsider2_terminal_escapes_refused(void **state)
+{
+    (void)state;
+    static char o[1 << 16], js[2048];
+    const char *suite = tpath("esc2.json"), *seed = tpath("e\x1b]0;pwned\x07x.c"), *db = tpath("esc2.db");
+    static char add[16384];
+    read_kernel("outsider2-integer-input-hole.c", add, sizeof add);
+    test_write_text(seed, add);
+    snprintf(js, sizeof js, "{\"suite\": \"s\", \"tasks\": [{\"name\": \"add-e\", \"op\": \"add\", "
+             "\"dtype\": \"f32\", \"shape\": {\"n\": 64}, \"source\": \"\\u001b[2J\\u001b]0;pwned\\u0007\", "
+             "\"seed\": \"%s\"}]}\n", "e\\u001b]0;pwned\\u0007x.c");
+    test_write_text(suite, js);
+    int rc = run_cmd(o, sizeof o, "%s tasks --suite %s 2>&1", kope_bin(), suite);
+    assert_int_not_equal(rc, 0);
+    assert_null(strchr(o, '\x1b'));
+    assert_non_null(strstr(o, "U+001B"));
+    test_store_init(db);
+    rc = run_cmd(o, sizeof o, "%s --db %s run --suite %s --offline --budget 1 2>&1", kope_bin(), db, suite);
+    assert_int_not_equal(rc, 0);
+    assert_null(strchr(o, '\x1b'));
+}
+
+/* Caught: a suite task named like a built-in one ("silu-4864") with
+ * tolerance 0.5 and a 1-3%-off silu: after the store's own tuner run of
+ * silu-4864, `kope kernel show silu-4864` served the suite's kernel and the
+ * export shipped it alone as kope_silu_silu_4864 (rtol 0.5). Now a name two
+ * task records hold is refused by kernel show (give the id) and not
+ * exported. */
+static void test_outsider2_task_name_shadowing_refused(void **state)
+{
+    (void)state;
+    static char o[1 << 17], js[2048], seed[16384];
+    const char *suite = tpath("shadow.json"), *db = tpath("sh.db"), *out = tpath("shout");
+    read_kernel("outsider2-shadow-task-loose-tol.c", seed, sizeof seed);
+    test_write_text(tpath("shadow-seed.c"), seed); /* beside the suite: its names are relative */
+    snprintf(js, sizeof js, "{\"suite\": \"extras\", \"tasks\": [{\"name\": \"silu-4864\", \"op\": \"silu\", "
+             "\"dtype\": \"f32\", \"shape\": {\"n\": 4864}, \"tolerance\": {\"rtol\": 0.5, \"atol\": 0.5}, "
+             "\"seed\": \"shadow-seed.c\"}]}\n");
+    test_write_text(suite, js);
+    test_store_init(db);
+    int rc = run_cmd(o, sizeof o, "%s --db %s run --task silu-4864 --offline --budget 1 2>&1", kope_bin(), db);
+    assert_int_equal(rc, 0);
+    rc = run_cmd(o, sizeof o, "%s --db %s run --suite %s --offline --budget 1 2>&1", kope_bin(), db, suite);
+    assert_int_equal(rc, 0);
+    rc = run_cmd(o, sizeof o, "%s --db %s kernel show silu-4864 2>&1", kope_bin(), db);
+    assert_int_not_equal(rc, 0);
+    assert_non_null(strstr(o, "different tasks are named 'silu-4864'"));
+    assert_null(strstr(o, "task-name shadowing")); /* the suite's kernel is not served */
+    rc = run_cmd(o, sizeof o, "%s --db %s kernels export -o %s --include-emulated 2>&1; grep -c '\"rtol\":.0.5' %s/kernels.json",
+                 kope_bin(), db, out, out);
+    assert_int_not_equal(rc, 0); /* no kernel of tolerance 0.5 in the library */
+}
+
+/* Caught: `kope kernels export -o DIR` wrote into a DIR someone prepared:
+ * through a symlink planted at kernels/kope_add_add_pwn.c (here to a .pth
+ * file: its "import os" line would run at the next Python start), leaving a
+ * planted GNUmakefile, which `make -C DIR` (kope's printed next step) ran
+ * instead of kope's Makefile. Now a planted GNUmakefile or makefile makes the
+ * export refuse the folder, and every file is written new (a link at its
+ * name removed, O_NOFOLLOW). */
+static void test_outsider2_export_dir_refused(void **state)
+{
+    (void)state;
+    static char o[1 << 17], js[2048];
+    const char *suite = tpath("bundle.json"), *db = tpath("bu.db"), *lib = tpath("mylib"),
+               *victim = tpath("victim.pth");
+    static char seed[16384];
+    read_kernel("outsider2-export-symlink-seed.c", seed, sizeof seed);
+    test_write_text(tpath("bundle-seed.c"), seed); /* beside the suite: its names are relative */
+    snprintf(js, sizeof js, "{\"suite\": \"bundle\", \"tasks\": [{\"name\": \"add-pwn\", \"op\": \"add\", "
+             "\"dtype\": \"f32\", \"shape\": {\"n\": 256}, \"seed\": \"bundle-seed.c\"}]}\n");
+    test_write_text(suite, js);
+    test_store_init(db);
+    int rc = run_cmd(o, sizeof o, "%s --db %s run --suite %s --offline --budget 1 2>&1", kope_bin(), db, suite);
+    assert_int_equal(rc, 0);
+    rc = run_cmd(o, sizeof o, "rm -rf %s %s && mkdir -p %s/kernels && ln -s %s %s/kernels/kope_add_add_pwn.c && "
+                 "printf 'all:\\n\\t@echo planted\\n' > %s/GNUmakefile", lib, victim, lib, victim, lib, lib);
+    assert_int_equal(rc, 0);
+    rc = run_cmd(o, sizeof o, "%s --db %s kernels export -o %s --include-emulated 2>&1", kope_bin(), db, lib);
+    assert_int_not_equal(rc, 0);
+    assert_non_null(strstr(o, "holds a GNUmakefile"));
+    /* without the makefile: exported, and the planted link replaced, not followed */
+    rc = run_cmd(o, sizeof o, "rm -f %s/GNUmakefile && %s --db %s kernels export -o %s --include-emulated 2>&1",
+                 lib, kope_bin(), db, lib);
+    assert_int_equal(rc, 0);
+    rc = run_cmd(o, sizeof o, "grep -c '^import os' %s 2>&1", victim);
+    assert_int_not_equal(rc, 0); /* nothing written through the link */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -481,6 +729,14 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_insider2_judge_rewritten_between_runs, no_object_screen_on, no_object_screen_off),
         cmocka_unit_test_setup_teardown(test_insider2_icount_symlink_not_followed, no_object_screen_on, no_object_screen_off),
         cmocka_unit_test(test_insider2_negative_gamma),
+        cmocka_unit_test(test_outsider2_wrong_kernels_pass_open),
+        cmocka_unit_test(test_outsider2_wrong_kernels_caught),
+        cmocka_unit_test(test_outsider2_judge_program_not_writable),
+        cmocka_unit_test(test_outsider2_process_memory_in_prompt_open),
+        cmocka_unit_test(test_outsider2_suite_paths_refused),
+        cmocka_unit_test(test_outsider2_terminal_escapes_refused),
+        cmocka_unit_test(test_outsider2_task_name_shadowing_refused),
+        cmocka_unit_test(test_outsider2_export_dir_refused),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -30,11 +30,13 @@
  * kernels chosen.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cJSON.h>
 
@@ -742,7 +744,17 @@ static int write_out(const char *dir, const char *name, writer_fn *body, const s
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
+    /* a new file, never through what was there: a link planted at this name
+     * (into a Python .pth, a shell rc) is removed, not written through */
+    struct stat sb;
+    if (lstat(path, &sb) == 0 && !S_ISREG(sb.st_mode) && unlink(path) != 0) {
+        snprintf(err, cap, "cannot replace %.300s (not a regular file): %s", path, strerror(errno));
+        return KOPE_ERR_IO;
+    }
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f && fd >= 0)
+        close(fd);
     if (!f) {
         snprintf(err, cap, "cannot write %.300s: %s", path, strerror(errno));
         return KOPE_ERR_IO;
@@ -1462,6 +1474,20 @@ static int kernels_export(struct cli *c, int argc, char **argv)
         if ((mkdir(dir, 0777) != 0 && errno != EEXIST) || (mkdir(sub, 0777) != 0 && errno != EEXIST)) {
             fprintf(stderr, "kope kernels export: cannot create %s: %s\n", sub, strerror(errno));
             goto out;
+        }
+        /* `make -C DIR`, the next step kope prints, reads GNUmakefile and
+         * makefile before kope's Makefile: a folder holding one is not
+         * kope's library (the outsider red team's planted GNUmakefile) */
+        static const char *const shadows[] = {"GNUmakefile", "makefile"};
+        for (size_t i = 0; i < 2; i++) {
+            char mk[4300];
+            struct stat sb;
+            snprintf(mk, sizeof mk, "%s/%s", dir, shadows[i]);
+            if (lstat(mk, &sb) == 0) {
+                fprintf(stderr, "kope kernels export: %s holds a %s, which make would run instead of the "
+                                "library's Makefile: export into a new or empty folder\n", dir, shadows[i]);
+                goto out;
+            }
         }
         struct plat_settings set;
         cli_platform_settings_for(c, target, &set);
