@@ -971,6 +971,7 @@ static void kproc_exec(int cmd_rd, int done_wr, int key_rd)
         /* a kernel without seccomp: the method line says so (seccomp_probe) */
         (void)kernel_seccomp_install(getpid());
         syscall(SYS_execveat, KS_FD_PROG, "", argv, envp, AT_EMPTY_PATH);
+        g_kstat->sig = -errno; /* why, for the judge's detail (the status page is shared) */
         _exit(127);
     }
     /* under qemu-user: the host's emulator with the same -cpu, the guest's
@@ -990,6 +991,7 @@ static void kproc_exec(int cmd_rd, int done_wr, int key_rd)
     qv[n++] = (char *)g_kprog;
     qv[n] = NULL;
     execve(qv[0], qv, envp);
+    g_kstat->sig = -errno;
     _exit(127);
 }
 
@@ -1094,7 +1096,10 @@ static void kproc_died(struct kproc *k)
     }
     /* 127: the exec failed (or the candidate's start-up said so: a crash
      * either way, never the judge's word) */
-    if (WIFEXITED(st) && WEXITSTATUS(st) == 127 && !g_kstat->ready)
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 127 && !g_kstat->ready && g_kstat->sig < 0)
+        snprintf(d, sizeof d, "the kernel program did not start: its exec failed: %s%s", strerror(-g_kstat->sig),
+                 where);
+    else if (WIFEXITED(st) && WEXITSTATUS(st) == 127 && !g_kstat->ready)
         snprintf(d, sizeof d, "the kernel program did not start (exit 127 before serving)%s", where);
     else
         snprintf(d, sizeof d, "the kernel's process exited during a call%s", where);
