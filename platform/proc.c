@@ -259,7 +259,9 @@ static int seccomp_runner(const char *exe, int any_exec, int exec_fd)
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[4])),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AT_EMPTY_PATH, 0, 2),
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JA, 0, 0, 1),
+        /* over the refusal: BPF_JA jumps by k, not by jt/jf (with k 0 it
+         * fell into the refusal and every native kernel exec got EPERM) */
+        BPF_JUMP(BPF_JMP | BPF_JA, 1, 0, 0),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
 #endif
         DENY(SYS_socket), DENY(SYS_socketpair), DENY(SYS_connect), DENY(SYS_bind),
