@@ -15,6 +15,7 @@
  *
  * Runs under qemu-riscv64 on x86_64 hosts, natively on a board.
  */
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,11 +24,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <cmocka.h>
 
 #include "platform/k3/k3.h"
 #include "platform/k3/objcheck.h"
+#include "platform/proc.h"
 #include "platform/platform.h"
 #include "testutil.h"
 
@@ -364,6 +368,38 @@ static void test_native_path_on_host(void **state)
         else
             assert_non_null(strstr(text, "\ntime candidate "));
     }
+    /* The same verify through kope's own sandbox (platform/proc.c: the
+     * namespaces, the minimal root, the runner's seccomp filter with
+     * PROC_EXEC_FD), as k3.c runs a native judge: the kernel program's
+     * execveat on fd 6 must pass both filters. A wrong jump in the runner's
+     * filter refused every native exec (EPERM) in the board VM while the run
+     * above, outside proc.c, passed. */
+    char judge[1024], kern[1024], sdir[1024], report[1100];
+    snprintf(judge, sizeof judge, "%s", tpath("native/judge"));
+    snprintf(kern, sizeof kern, "%s", tpath("native/kernel"));
+    snprintf(sdir, sizeof sdir, "%s", tpath("native/sandboxed"));
+    snprintf(report, sizeof report, "%s/verify.report", sdir);
+    assert_int_equal(mkdir(sdir, 0700), 0);
+    int rfd = open(report, O_RDWR | O_CREAT | O_TRUNC, 0600), kfd = open(kern, O_RDONLY | O_CLOEXEC);
+    assert_true(rfd >= 0 && kfd >= 0);
+    char *argv[] = {judge, "mode=verify", "op=add", "n=4096", "rows=0", "cols=0", "m=0", "k=0", "batch=0",
+                    "rtol=1e-6", "atol=1e-6", "seed=7", NULL};
+    static char out[8192];
+    struct proc_spec r = {.argv = argv, .cwd = sdir, .timeout_ms = test_ms(120000), .cpu_s = 120,
+                          .out = out, .out_len = sizeof out, .fd3 = rfd, .fd5 = kfd, .exec_fd = 6,
+                          .flags = PROC_ISOLATE | PROC_EXEC_FD, .rw_dir = sdir, .ro_paths = {judge, kern}};
+    struct proc_result res;
+    char err[256];
+    assert_int_equal(proc_run(&r, &res, err, sizeof err), 0);
+    close(kfd);
+    ssize_t n = pread(rfd, text, sizeof text - 1, 0);
+    close(rfd);
+    text[n > 0 ? n : 0] = '\0';
+    fprintf(stderr, "  sandboxed (%s): %zd bytes%s\n", res.isolation, n, strstr(text, "\nfail ") ? " (fail)" : "");
+    if (!strstr(res.isolation, "namespaces(user") || !strstr(res.isolation, "seccomp"))
+        skip(); /* no user namespaces or no seccomp here: nothing to check */
+    if (strstr(text, "\nfail ") || !strstr(text, "\ndone\n"))
+        fail_msg("the sandboxed native judge failed:\n%s\n%s", text, out);
 }
 
 int main(void)
